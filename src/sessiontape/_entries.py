@@ -1,0 +1,227 @@
+"""The cassette's entry types: one tagged union of frozen msgspec Structs.
+
+Every line of a cassette is exactly one of these, discriminated by its ``kind`` field. The
+common fields (``seq``, ``ts_ns``, ``mono_ns``, ``worker``, ``thread``, ``parent``) answer the
+five W's of an event from the line alone.
+
+Format rules: new fields always get defaults, so an old reader skips nothing it needs and a
+new reader loads old tapes; a change that cannot follow that rule bumps ``FORMAT_VERSION``
+and comes with a reader for the previous version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Union
+
+import msgspec
+
+__all__ = [
+    "BOUNDARY_AGENT",
+    "BOUNDARY_PROCESS",
+    "BOUNDARY_STORE",
+    "FORMAT_VERSION",
+    "AgentTurn",
+    "Blob",
+    "Call",
+    "CallEntry",
+    "Entry",
+    "Error",
+    "ErrorInfo",
+    "Payload",
+    "ProcessCall",
+    "SessionEnd",
+    "SessionStart",
+    "StoreMutation",
+    "StoreSnapshot",
+    "Usage",
+    "boundary_of",
+]
+
+FORMAT_VERSION: Final = 1
+
+BOUNDARY_PROCESS: Final = "process"
+BOUNDARY_AGENT: Final = "agent"
+BOUNDARY_STORE: Final = "store"
+
+
+class Blob(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A payload that is not stored as plain text.
+
+    Either the exact bytes, base64-encoded in ``b64`` (output that is not valid UTF-8), or
+    only a digest with ``truncated`` set (the payload was over ``max_inline_bytes``, or the
+    recording level keeps digests only). ``sha256`` is written ``"sha256:<hex>"``.
+    """
+
+    size: int
+    sha256: str
+    b64: str | None = None
+    truncated: bool = False
+
+
+#: A recorded payload: exact text, a :class:`Blob`, or ``None`` when nothing was captured.
+Payload = Union[str, Blob, None]
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An exception as recorded: its qualified type name, message and (optional) traceback."""
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Token usage and cost of one agent turn, when the result carries them."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class _Entry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Fields every entry carries."""
+
+    seq: int
+    ts_ns: int
+    mono_ns: int
+    worker: str = "main"
+    thread: str = "MainThread"
+    parent: int | None = None
+
+
+class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
+    """The first line of every cassette: who recorded what, where, and with which settings."""
+
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    recorded_at: str
+    sessiontape_version: str = ""
+    app_version: str | None = None
+    entrypoint: str | None = None
+    config: Any = None
+    level: str = "full"
+    host: str = ""
+    platform: str = ""
+    python: str = ""
+    roots: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):
+    """The state of a store when it was wrapped: what a replay seeds the real store from."""
+
+    store: str
+    data: Any = None
+    error: ErrorInfo | None = None
+
+
+class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
+    """One subprocess call and its outcome.
+
+    ``timed_out`` and ``spawn_error`` record the two ways a call can end without a return
+    code; replay raises them again as :class:`subprocess.TimeoutExpired` and the recorded
+    ``OSError`` subclass (``FileNotFoundError`` for a missing program).
+    """
+
+    argv: list[str]
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    input: Payload = None
+    text: bool = False
+    timeout: float | None = None
+    streamed: bool = False
+    returncode: int | None = None
+    stdout: Payload = None
+    stderr: Payload = None
+    timed_out: bool = False
+    spawn_error: ErrorInfo | None = None
+    duration_ns: int = 0
+
+
+class AgentTurn(_Entry, frozen=True, kw_only=True, tag="agent_turn"):
+    """One call to an agent adapter and the full result it returned to the state machine."""
+
+    agent: str = "agent"
+    method: str = "execute"
+    args: list[Any] = msgspec.field(default_factory=list)
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: Any = None
+    result_type: str | None = None
+    usage: Usage | None = None
+    error: ErrorInfo | None = None
+    duration_ns: int = 0
+
+
+class StoreMutation(_Entry, frozen=True, kw_only=True, tag="store_mutation"):
+    """One mutating call on a store: the operation, its arguments and its result or error."""
+
+    store: str = "store"
+    operation: str
+    args: list[Any] = msgspec.field(default_factory=list)
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: Any = None
+    error: ErrorInfo | None = None
+    duration_ns: int = 0
+
+
+class Call(_Entry, frozen=True, kw_only=True, tag="call"):
+    """A call through a user-defined boundary (``tape.boundary(name, ...)``)."""
+
+    boundary: str
+    method: str
+    mode: str = "substitute"
+    args: list[Any] = msgspec.field(default_factory=list)
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: Any = None
+    error: ErrorInfo | None = None
+    duration_ns: int = 0
+
+
+class Error(_Entry, frozen=True, kw_only=True, tag="error"):
+    """An exception that escaped the recorded session."""
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class SessionEnd(_Entry, frozen=True, kw_only=True, tag="session_end"):
+    """The last line of a session that finished: its outcome, entry counts and duration."""
+
+    outcome: Any = None
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    duration_ns: int = 0
+
+
+#: Every entry kind, as one tagged union.
+Entry = Union[
+    SessionStart,
+    StoreSnapshot,
+    ProcessCall,
+    AgentTurn,
+    StoreMutation,
+    Call,
+    Error,
+    SessionEnd,
+]
+
+#: The entries that are calls through a boundary, the ones replay serves or verifies.
+CallEntry = Union[ProcessCall, AgentTurn, StoreMutation, Call]
+
+
+def boundary_of(entry: Entry) -> str | None:
+    """The boundary name an entry belongs to, or ``None`` for session metadata.
+
+    The three presets have fixed names (``process``, ``agent``, ``store``); a generic
+    :class:`Call` carries its own.
+    """
+    if isinstance(entry, ProcessCall):
+        return BOUNDARY_PROCESS
+    if isinstance(entry, AgentTurn):
+        return BOUNDARY_AGENT
+    if isinstance(entry, StoreMutation):
+        return BOUNDARY_STORE
+    if isinstance(entry, Call):
+        return entry.boundary
+    return None
