@@ -11,7 +11,7 @@ and comes with a reader for the previous version.
 
 from __future__ import annotations
 
-from typing import Any, Final, Union
+from typing import Any, Final
 
 import msgspec
 
@@ -59,7 +59,7 @@ class Blob(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 #: A recorded payload: exact text, a :class:`Blob`, or ``None`` when nothing was captured.
-Payload = Union[str, Blob, None]
+Payload = str | Blob | None
 
 
 class ErrorInfo(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -195,19 +195,19 @@ class SessionEnd(_Entry, frozen=True, kw_only=True, tag="session_end"):
 
 
 #: Every entry kind, as one tagged union.
-Entry = Union[
-    SessionStart,
-    StoreSnapshot,
-    ProcessCall,
-    AgentTurn,
-    StoreMutation,
-    Call,
-    Error,
-    SessionEnd,
-]
+Entry = (
+    SessionStart
+    | StoreSnapshot
+    | ProcessCall
+    | AgentTurn
+    | StoreMutation
+    | Call
+    | Error
+    | SessionEnd
+)
 
 #: The entries that are calls through a boundary, the ones replay serves or verifies.
-CallEntry = Union[ProcessCall, AgentTurn, StoreMutation, Call]
+CallEntry = ProcessCall | AgentTurn | StoreMutation | Call
 
 
 def boundary_of(entry: Entry) -> str | None:

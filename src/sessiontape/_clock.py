@@ -1,0 +1,544 @@
+"""Clocks: the real one recording reads, and the virtual one replay runs on.
+
+Code that takes a :class:`Clock` by injection works under replay with no patching: hand it a
+:class:`FakeClock`. Code that calls ``time`` and ``datetime`` directly needs
+:meth:`FakeClock.install`, which patches the process through freezegun (wall-clock and
+monotonic reads) and replaces ``time.sleep`` itself (freezegun leaves sleep alone), so hours
+of recorded back-off take no time and the code reads the times it read in production.
+
+Virtual time never goes backwards. Concurrent workers replayed in a different interleaving
+deliver their recorded timestamps out of order; :meth:`FakeClock.advance_to` then leaves the
+clock where it is, so every reader sees a non-decreasing time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import math
+import operator
+import sys
+import threading
+import time as _time
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+
+from ._errors import UsageError
+
+if TYPE_CHECKING:
+    from freezegun.api import FrozenDateTimeFactory
+
+__all__ = [
+    "IGNORED_MODULES",
+    "Clock",
+    "FakeClock",
+    "RealClock",
+    "msgspec_enc_hook",
+    "to_real_datetime",
+]
+
+#: Module prefixes that keep real time under :meth:`FakeClock.install`, on top of
+#: freezegun's own default ignore list (``threading``, ``queue``, ``multiprocessing``, ...).
+#: pytest's timer and sessiontape's own bookkeeping must measure the real machine, and the
+#: xdist/execnet transport must not see a clock that jumps by hours.
+IGNORED_MODULES: Final[tuple[str, ...]] = (
+    "sessiontape",
+    "_pytest",
+    "pluggy",
+    "msgspec",
+    "xdist",
+    "execnet",
+)
+
+_NS_PER_S: Final = 1_000_000_000
+_T = TypeVar("_T")
+
+
+def _real_class(cls: type[_T], name: str) -> type[_T]:
+    # If this module is first imported while freezegun is active, ``datetime.datetime`` is
+    # its FakeDatetime subclass; the real class is further up the MRO.
+    for klass in cls.__mro__:
+        if klass.__module__ == "datetime" and klass.__name__ == name:
+            return cast("type[_T]", klass)
+    return cls
+
+
+def _real_time_function(name: str) -> Callable[..., Any]:
+    func = getattr(_time, name)
+    if isinstance(func, types.BuiltinFunctionType):
+        return cast("Callable[..., Any]", func)
+    # Imported while freezegun had patched ``time``: it keeps the originals as ``real_*``.
+    saved = getattr(sys.modules.get("freezegun.api"), f"real_{name}", None)
+    if isinstance(saved, types.BuiltinFunctionType):
+        return cast("Callable[..., Any]", saved)
+    return cast("Callable[..., Any]", func)
+
+
+class _Originals(NamedTuple):
+    datetime: type[_dt.datetime]
+    date: type[_dt.date]
+    time: Callable[[], float]
+    time_ns: Callable[[], int]
+    monotonic: Callable[[], float]
+    monotonic_ns: Callable[[], int]
+    sleep: Callable[[float], None]
+
+
+# Held in a tuple, not as module attributes: freezegun's freeze_time() replaces every module
+# attribute that *is* a real time function or datetime class (unless the module is on its
+# ignore list, which a user's own freeze_time does not extend), and RealClock must stay real.
+_REAL: Final = _Originals(
+    datetime=_real_class(_dt.datetime, "datetime"),
+    date=_real_class(_dt.date, "date"),
+    time=_real_time_function("time"),
+    time_ns=_real_time_function("time_ns"),
+    monotonic=_real_time_function("monotonic"),
+    monotonic_ns=_real_time_function("monotonic_ns"),
+    sleep=_time.sleep,
+)
+_EPOCH_NAIVE: Final = _REAL.datetime(1970, 1, 1)
+_EPOCH_UTC: Final = _REAL.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+# The last instant a datetime can hold; a virtual wall time past it could not be read.
+_MAX_WALL_NS: Final = (_REAL.datetime.max - _EPOCH_NAIVE) // _dt.timedelta(microseconds=1) * 1000
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What sessiontape needs from a clock; inject one to make code replayable unpatched."""
+
+    def now(self) -> _dt.datetime:
+        """Current wall-clock time as a timezone-aware UTC datetime."""
+
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch, like :func:`time.time`."""
+
+    def time_ns(self) -> int:
+        """Wall-clock nanoseconds since the epoch, like :func:`time.time_ns`."""
+
+    def monotonic(self) -> float:
+        """Monotonic seconds, like :func:`time.monotonic`."""
+
+    def monotonic_ns(self) -> int:
+        """Monotonic nanoseconds, like :func:`time.monotonic_ns`."""
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, like :func:`time.sleep`."""
+
+
+class RealClock:
+    """The machine's clock, used while recording.
+
+    It calls the functions ``time`` held when this module was imported, so freezegun or an
+    installed :class:`FakeClock` never changes what it reads.
+    """
+
+    __slots__ = ()
+
+    def now(self) -> _dt.datetime:
+        """Current wall-clock time as a timezone-aware UTC datetime."""
+        return _REAL.datetime.now(_dt.timezone.utc)
+
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch."""
+        return _REAL.time()
+
+    def time_ns(self) -> int:
+        """Wall-clock nanoseconds since the epoch."""
+        return _REAL.time_ns()
+
+    def monotonic(self) -> float:
+        """Monotonic seconds."""
+        return _REAL.monotonic()
+
+    def monotonic_ns(self) -> int:
+        """Monotonic nanoseconds."""
+        return _REAL.monotonic_ns()
+
+    def sleep(self, seconds: float) -> None:
+        """Really wait ``seconds``."""
+        _REAL.sleep(seconds)
+
+    def __repr__(self) -> str:
+        return "RealClock()"
+
+
+def _seconds_to_ns(seconds: float, what: str) -> int:
+    # Mirror time.sleep's argument checks, so replay fails where production would have.
+    if isinstance(seconds, int):
+        ns = operator.index(seconds) * _NS_PER_S
+    else:
+        if getattr(type(seconds), "__float__", None) is None:
+            raise TypeError(
+                f"'{type(seconds).__name__}' object cannot be interpreted as an integer or float"
+            )
+        value = float(seconds)
+        if math.isnan(value):
+            raise ValueError("Invalid value NaN (not a number)")
+        if value < 0:
+            ns = -1
+        elif math.isinf(value):
+            raise OverflowError(f"{what}: cannot move virtual time by an infinite length")
+        else:
+            ns = round(value * _NS_PER_S)
+    if ns < 0:
+        raise ValueError(f"{what} length must be non-negative; virtual time never goes backwards")
+    return ns
+
+
+def _naive_utc(wall_ns: int) -> _dt.datetime:
+    return _EPOCH_NAIVE + _dt.timedelta(microseconds=wall_ns // 1000)
+
+
+class FakeClock:
+    """Virtual wall and monotonic time for replay.
+
+    ``start_ns`` is the wall time (ns since the epoch) the clock starts at, typically the
+    cassette's first timestamp; ``mono_start_ns`` the monotonic reading at that moment
+    (defaults to ``start_ns``; pass the recorded one if you will pass ``mono_ns`` to
+    :meth:`advance_to`). :meth:`sleep` returns at once and moves both forward.
+
+    Time is monotonic non-decreasing: :meth:`advance_to` with a timestamp behind the clock
+    (workers replayed in another interleaving than the recorded one) does nothing. Sleeps
+    from several threads add up on the one shared timeline, as there is no scheduler to run
+    them side by side. All methods are thread-safe.
+    """
+
+    def __init__(self, start_ns: int, mono_start_ns: int | None = None) -> None:
+        start = operator.index(start_ns)
+        if not 0 <= start <= _MAX_WALL_NS:
+            raise ValueError(f"start_ns={start} is outside the range a datetime can hold")
+        self._lock = threading.Lock()
+        self._wall_ns = start
+        self._mono_ns = start if mono_start_ns is None else operator.index(mono_start_ns)
+        self._slept_ns = 0
+        self._sleeps = 0
+        # freezegun's frozen-time factory while installed; every move updates it.
+        self._factory: FrozenDateTimeFactory | None = None
+        self._undo: list[Callable[[], None]] = []
+
+    # -- reads ------------------------------------------------------------------------
+
+    def now(self) -> _dt.datetime:
+        """Virtual wall-clock time as a timezone-aware UTC datetime (microsecond precision)."""
+        return _EPOCH_UTC + _dt.timedelta(microseconds=self._wall_ns // 1000)
+
+    def time(self) -> float:
+        """Virtual wall-clock seconds since the epoch."""
+        return self._wall_ns / _NS_PER_S
+
+    def time_ns(self) -> int:
+        """Virtual wall-clock nanoseconds since the epoch."""
+        return self._wall_ns
+
+    def monotonic(self) -> float:
+        """Virtual monotonic seconds."""
+        return self._mono_ns / _NS_PER_S
+
+    def monotonic_ns(self) -> int:
+        """Virtual monotonic nanoseconds."""
+        return self._mono_ns
+
+    @property
+    def slept_ns(self) -> int:
+        """Total virtual time spent in :meth:`sleep`, in nanoseconds."""
+        return self._slept_ns
+
+    @property
+    def sleeps(self) -> int:
+        """How many times :meth:`sleep` was called."""
+        return self._sleeps
+
+    @property
+    def installed(self) -> bool:
+        """Whether this clock is the one :meth:`install` put in place."""
+        return _installed is self
+
+    # -- moves ------------------------------------------------------------------------
+
+    def sleep(self, seconds: float) -> None:
+        """Return at once, moving virtual wall and monotonic time forward by ``seconds``.
+
+        Raises ``ValueError`` for a negative or NaN length, like :func:`time.sleep`.
+        """
+        ns = _seconds_to_ns(seconds, "sleep")
+        with self._lock:
+            self._move_locked(self._wall_ns + ns, self._mono_ns + ns)
+            self._slept_ns += ns
+            self._sleeps += 1
+        # A real sleep lets other threads run; without this a thread polling in a sleep
+        # loop would hold the GIL and starve the workers it is waiting for.
+        _REAL.sleep(0)
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual wall and monotonic time forward by ``seconds`` (not counted as sleep)."""
+        ns = _seconds_to_ns(seconds, "advance")
+        with self._lock:
+            self._move_locked(self._wall_ns + ns, self._mono_ns + ns)
+
+    def advance_to(self, ts_ns: int, mono_ns: int | None = None) -> None:
+        """Move virtual time forward to a recorded timestamp; never backwards.
+
+        Wall time becomes ``max(current, ts_ns)``. Monotonic time becomes
+        ``max(current, mono_ns)`` when ``mono_ns`` is given, otherwise it moves by as much
+        as wall time did. A timestamp behind the clock is not an error: concurrent workers
+        replayed in a different interleaving deliver them out of order.
+        """
+        target = operator.index(ts_ns)
+        with self._lock:
+            wall = max(self._wall_ns, target)
+            if mono_ns is None:
+                mono = self._mono_ns + (wall - self._wall_ns)
+            else:
+                mono = max(self._mono_ns, operator.index(mono_ns))
+            if wall != self._wall_ns or mono != self._mono_ns:
+                self._move_locked(wall, mono)
+
+    def _move_locked(self, wall_ns: int, mono_ns: int) -> None:
+        # Checked before anything changes, so a failed move leaves the clock as it was.
+        if wall_ns > _MAX_WALL_NS:
+            raise OverflowError("virtual wall time would pass the largest datetime (year 9999)")
+        if self._factory is not None:
+            self._factory.move_to(_naive_utc(wall_ns))
+        self._wall_ns = wall_ns
+        self._mono_ns = mono_ns
+
+    # -- process patching -------------------------------------------------------------
+
+    def install(self) -> contextlib.AbstractContextManager[FakeClock]:
+        """Make unmodified code in this process read and sleep on this clock.
+
+        Patching happens now, so ``install()`` also works without ``with``; undo it with
+        :meth:`uninstall`. As a context manager it uninstalls on exit, even if the block
+        raises. Under install:
+
+        * ``time.time``/``time_ns``, ``datetime.now``/``utcnow``/``today``, ``date.today``
+          read virtual wall time (freezegun, microsecond precision; naive ``now()`` is UTC);
+        * ``time.monotonic``/``monotonic_ns``/``perf_counter`` read virtual monotonic time;
+        * ``time.sleep`` (and ``from time import sleep`` copies) sleeps virtually;
+        * asyncio event loops keep real time (freezegun's ``real_asyncio``), so
+          ``asyncio.sleep`` waits for real; ``threading`` and ``queue`` timeouts are real;
+        * modules in :data:`IGNORED_MODULES` and freezegun's default ignore list keep real
+          time when they call these functions themselves.
+
+        Raises :class:`~sessiontape.UsageError` if a FakeClock is already installed or a
+        freezegun ``freeze_time`` is active.
+        """
+        _install(self)
+        return _Installation(self)
+
+    def uninstall(self) -> None:
+        """Undo :meth:`install`, restoring every patched function exactly."""
+        global _installed
+        with _install_lock:
+            if _installed is not self:
+                raise UsageError(
+                    "this FakeClock is not installed; call uninstall() only after install() "
+                    "and only once"
+                )
+            undo, self._undo = self._undo, []
+            _installed = None
+            _run_undo(undo)
+
+    def __repr__(self) -> str:
+        return (
+            f"FakeClock(now={self.now().isoformat()}, monotonic={self.monotonic():.6f}, "
+            f"sleeps={self._sleeps}, slept={self._slept_ns / _NS_PER_S:g}s)"
+        )
+
+
+class _Installation(contextlib.AbstractContextManager[FakeClock]):
+    """What :meth:`FakeClock.install` returns: the clock is already installed."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self._clock = clock
+
+    def __enter__(self) -> FakeClock:
+        return self._clock
+
+    def __exit__(self, *exc_info: object) -> None:
+        # The block may have uninstalled by hand; that is not an error here.
+        with _install_lock:
+            if self._clock.installed:
+                self._clock.uninstall()
+
+
+_install_lock: Final = threading.RLock()
+_installed: FakeClock | None = None
+
+
+def _run_undo(undo: list[Callable[[], None]]) -> None:
+    # Every step runs even if an earlier one fails, so one broken restore does not leave
+    # the rest of the process patched; the first failure is raised at the end.
+    first: BaseException | None = None
+    for step in reversed(undo):
+        try:
+            step()
+        except BaseException as exc:
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
+def _install(clock: FakeClock) -> None:
+    global _installed
+    with _install_lock:
+        if _installed is not None:
+            raise UsageError(
+                "a FakeClock is already installed; leave its `with clock.install():` block "
+                "(or call uninstall()) before installing another, or drive the second clock "
+                "without install()"
+            )
+        from freezegun import api as freezegun_api
+        from freezegun import freeze_time
+
+        if freezegun_api.freeze_factories:
+            raise UsageError(
+                "freezegun's freeze_time is already active; FakeClock.install() patches time "
+                "through freezegun itself, so stop the freeze_time first, or drive this "
+                "FakeClock without install()"
+            )
+        undo: list[Callable[[], None]] = []
+        try:
+            _patch_freezegun(clock, freezegun_api, freeze_time, undo)
+            _patch_sleep(clock, undo)
+        except BaseException:
+            _run_undo(undo)
+            raise
+        clock._undo = undo
+        _installed = clock
+
+
+def _set_attr(target: object, name: str, value: object, undo: list[Callable[[], None]]) -> None:
+    original = getattr(target, name)
+    setattr(target, name, value)
+    undo.append(lambda: setattr(target, name, original))
+
+
+def _patch_freezegun(
+    clock: FakeClock,
+    freezegun_api: types.ModuleType,
+    freeze_time: Callable[..., Any],
+    undo: list[Callable[[], None]],
+) -> None:
+    # freezegun looks this many frames up the stack for an ignored module. With `_pytest`
+    # and `pluggy` ignored, five frames reach from a test body (or a hook implementation)
+    # into pytest, and `time.time()` there would read real time. Only the direct caller
+    # decides.
+    _set_attr(freezegun_api, "call_stack_inspection_limit", 1, undo)
+    # freezegun derives monotonic/perf_counter from the frozen wall time; these hooks make
+    # them read the clock's own monotonic time, which advance_to can move independently.
+    for name, getter in (
+        ("_get_fake_monotonic", clock.monotonic),
+        ("_get_fake_monotonic_ns", clock.monotonic_ns),
+    ):
+        if hasattr(freezegun_api, name):
+            _set_attr(freezegun_api, name, getter, undo)
+
+    freezer = freeze_time(
+        _naive_utc(clock.time_ns()),
+        tick=False,
+        # Without it asyncio's loop reads the frozen monotonic time and every
+        # asyncio.sleep() hangs forever.
+        real_asyncio=True,
+        # freeze_time() appends freezegun's default ignore list to this one.
+        ignore=list(IGNORED_MODULES),
+    )
+    factory = freezer.start()
+    undo.append(freezer.stop)
+    with clock._lock:
+        clock._factory = factory
+        # Another thread may have moved the clock since freeze_time() read it.
+        factory.move_to(_naive_utc(clock._wall_ns))
+
+    def detach() -> None:
+        with clock._lock:
+            clock._factory = None
+
+    undo.append(detach)
+
+
+def _patch_sleep(clock: FakeClock, undo: list[Callable[[], None]]) -> None:
+    original = _time.sleep
+    ignore = tuple(IGNORED_MODULES) + tuple(_freezegun_default_ignore())
+
+    def sleep(seconds: float) -> None:
+        """``time.sleep`` replaced by sessiontape's FakeClock.install(): sleeps virtually."""
+        # Ignored modules (pytest, xdist's transport, threading helpers) keep really
+        # waiting: a virtual sleep would make their poll loops spin and move the clock.
+        caller = sys._getframe(1).f_globals.get("__name__")
+        if isinstance(caller, str) and caller.startswith(ignore):
+            original(seconds)
+        else:
+            clock.sleep(seconds)
+
+    sleep.__qualname__ = "FakeClock.install.<sleep>"
+    _set_attr(_time, "sleep", sleep, undo)
+    # `from time import sleep` made copies that patching the module does not reach.
+    for module_name, module in list(sys.modules.items()):
+        if module is None or module is _time or module_name.startswith(ignore):
+            continue
+        try:
+            namespace = vars(module)
+        except TypeError:
+            continue
+        for attr, value in list(namespace.items()):
+            if value is original:
+                _set_attr(module, attr, sleep, undo)
+
+    modules_at_start = set(sys.modules)
+
+    def restore_new_modules() -> None:
+        # Modules imported during install copied the virtual sleep; give them the real one.
+        for module_name in set(sys.modules) - modules_at_start:
+            module = sys.modules.get(module_name)
+            try:
+                namespace = vars(module)
+            except TypeError:
+                continue
+            for attr, value in list(namespace.items()):
+                if value is sleep:
+                    setattr(module, attr, original)
+
+    undo.append(restore_new_modules)
+
+
+def _freezegun_default_ignore() -> list[str]:
+    from freezegun import config
+
+    return list(config.settings.default_ignore_list)
+
+
+def to_real_datetime(value: _dt.datetime) -> _dt.datetime:
+    """Return ``value`` as a plain :class:`datetime.datetime`, not a subclass.
+
+    Under :meth:`FakeClock.install`, ``datetime.now()`` returns freezegun's ``FakeDatetime``,
+    which msgspec (and anything checking ``type(x) is datetime``) refuses.
+    """
+    if type(value) is _REAL.datetime:
+        return value
+    return _REAL.datetime(
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+        value.tzinfo,
+        fold=value.fold,
+    )
+
+
+def msgspec_enc_hook(obj: object) -> object:
+    """``enc_hook`` for msgspec encoders: turns freezegun's datetimes and dates into real ones.
+
+    Any other type raises ``TypeError``, the error msgspec itself raises for an unsupported
+    type, so callers see the same failure with or without the hook.
+    """
+    if isinstance(obj, _REAL.datetime):
+        return to_real_datetime(obj)
+    if isinstance(obj, _REAL.date):
+        return _REAL.date(obj.year, obj.month, obj.day)
+    raise TypeError(f"Encoding objects of type {type(obj).__qualname__} is unsupported")

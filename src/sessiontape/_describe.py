@@ -1,0 +1,108 @@
+"""One-line descriptions of entries: the report's context, ``sessiontape show``, candidates."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ._entries import (
+    AgentTurn,
+    Blob,
+    Call,
+    Entry,
+    Error,
+    Payload,
+    ProcessCall,
+    SessionEnd,
+    SessionStart,
+    StoreMutation,
+    StoreSnapshot,
+)
+from ._report import summarize_value
+
+__all__ = ["describe", "format_ms", "payload_size"]
+
+
+def format_ms(ns: int) -> str:
+    """A duration in ns as a short human string (``"12.3ms"``, ``"4.20s"``)."""
+    if ns >= 10_000_000_000:
+        return f"{ns / 1e9:.1f}s"
+    if ns >= 1_000_000_000:
+        return f"{ns / 1e9:.2f}s"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.1f}ms"
+    return f"{ns / 1e3:.0f}µs"
+
+
+def payload_size(payload: Payload) -> int:
+    """Size in bytes of a stored payload (the original size for digests)."""
+    if payload is None:
+        return 0
+    if isinstance(payload, Blob):
+        return payload.size
+    return len(payload.encode("utf-8", "surrogateescape"))
+
+
+def _args(args: list[Any], kwargs: dict[str, Any], width: int) -> str:
+    parts = [summarize_value(a, width) for a in args]
+    parts += [f"{k}={summarize_value(v, width)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def describe(entry: Entry, *, width: int = 60) -> str:
+    """``seq 12 worker-2 process: git status -> 0 (3.1ms)`` — the five W's on one line."""
+    head = f"seq {entry.seq} {entry.worker}"
+    if isinstance(entry, ProcessCall):
+        cmd = shlex.join(entry.argv)
+        if len(cmd) > width:
+            cmd = cmd[: width - 1] + "…"
+        if entry.spawn_error is not None:
+            outcome = f"{entry.spawn_error.type}: {entry.spawn_error.message}"
+        elif entry.timed_out:
+            outcome = f"timed out after {entry.timeout}s"
+        else:
+            outcome = f"exit {entry.returncode}"
+        return f"{head} process: {cmd} -> {outcome} ({format_ms(entry.duration_ns)})"
+    if isinstance(entry, AgentTurn):
+        if entry.error is not None:
+            outcome = f"{entry.error.type}: {entry.error.message}"
+        else:
+            outcome = summarize_value(entry.result, width)
+        return (
+            f"{head} {entry.agent}.{entry.method}({_args(entry.args, entry.kwargs, 30)}) -> "
+            f"{outcome} ({format_ms(entry.duration_ns)})"
+        )
+    if isinstance(entry, StoreMutation):
+        if entry.error is not None:
+            outcome = f"{entry.error.type}: {entry.error.message}"
+        else:
+            outcome = summarize_value(entry.result, width)
+        return (
+            f"{head} {entry.store}.{entry.operation}({_args(entry.args, entry.kwargs, 30)}) "
+            f"-> {outcome}"
+        )
+    if isinstance(entry, Call):
+        if entry.error is not None:
+            outcome = f"{entry.error.type}: {entry.error.message}"
+        else:
+            outcome = summarize_value(entry.result, width)
+        return (
+            f"{head} {entry.boundary}.{entry.method}({_args(entry.args, entry.kwargs, 30)}) "
+            f"-> {outcome}"
+        )
+    if isinstance(entry, StoreSnapshot):
+        size = len(entry.data) if isinstance(entry.data, (list, dict)) else 1
+        return f"{head} snapshot of {entry.store} ({size} item(s))"
+    if isinstance(entry, Error):
+        return f"{head} error: {entry.type}: {entry.message}"
+    if isinstance(entry, SessionEnd):
+        return (
+            f"{head} session end: {summarize_value(entry.outcome, width)} "
+            f"after {format_ms(entry.duration_ns)}"
+        )
+    if isinstance(entry, SessionStart):
+        return (
+            f"{head} session start: run {entry.run_id} of {entry.entrypoint or '?'} "
+            f"(level {entry.level}, recorded {entry.recorded_at})"
+        )
+    raise TypeError(f"not a sessiontape entry: {entry!r}")  # pragma: no cover

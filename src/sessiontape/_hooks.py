@@ -1,0 +1,100 @@
+"""The ``sessiontape`` pluggy plugin manager, inside pytest and outside it.
+
+pytest registers only hook implementations named ``pytest_*`` in its own manager, so the
+``sessiontape_*`` hooks live in this separate manager. The pytest plugin mirrors every
+module pytest registers (conftest files, plugins) into it; outside pytest, plugins come
+from the ``sessiontape`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import pluggy
+
+from . import _hookspecs
+
+__all__ = ["PROJECT", "get_plugin_manager", "hookimpl", "register", "scrub_functions"]
+
+PROJECT: Final = "sessiontape"
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class _PluginManager(pluggy.PluginManager):
+    """Accepts unmarked ``sessiontape_*`` functions, as pytest does for ``pytest_*``."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
+        if not name.startswith("sessiontape_"):
+            return None
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is not None:
+            return opts
+        if not inspect.isroutine(getattr(plugin, name, None)):
+            return None
+        return {
+            "wrapper": False,
+            "hookwrapper": False,
+            "optionalhook": False,
+            "tryfirst": False,
+            "trylast": False,
+            "specname": None,
+        }
+
+
+_lock = threading.Lock()
+_manager: _PluginManager | None = None
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide manager, created on first use with entry-point plugins loaded."""
+    global _manager
+    with _lock:
+        if _manager is None:
+            pm = _PluginManager(PROJECT)
+            pm.add_hookspecs(_hookspecs)
+            pm.load_setuptools_entrypoints(PROJECT)
+            _manager = pm
+        return _manager
+
+
+def register(plugin: Any, name: str | None = None) -> None:
+    """Register ``plugin`` (a module or object) if it implements any hook and is new."""
+    pm = get_plugin_manager()
+    if pm.is_registered(plugin):
+        return
+    if not any(n.startswith("sessiontape_") for n in dir(plugin)):
+        return
+    if name is not None and pm.get_plugin(name) is not None:
+        return
+    pm.register(plugin, name)
+
+
+def unregister(plugin: Any) -> None:
+    """Unregister ``plugin`` if registered."""
+    pm = get_plugin_manager()
+    if pm.is_registered(plugin):
+        pm.unregister(plugin)
+
+
+def scrub_functions() -> list[Callable[[str], str]]:
+    """Every function returned by ``sessiontape_scrubbers`` implementations."""
+    out: list[Callable[[str], str]] = []
+    for result in get_plugin_manager().hook.sessiontape_scrubbers():
+        out.extend(result or ())
+    return out
+
+
+def custom_matcher() -> Callable[[str, Mapping[str, Any], Mapping[str, Any]], bool | None] | None:
+    """The ``sessiontape_match`` hook, or ``None`` when nothing implements it (fast path)."""
+    hook = get_plugin_manager().hook.sessiontape_match
+    if not hook.get_hookimpls():
+        return None
+
+    def match(boundary: str, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool | None:
+        result: bool | None = hook(boundary=boundary, expected=expected, actual=actual)
+        return result
+
+    return match

@@ -1,0 +1,63 @@
+"""The ``sessiontape_*`` hooks a project (its ``conftest.py``) or a plugin implements.
+
+Implement them as plain module-level functions in ``conftest.py`` (or mark them with
+``sessiontape.hookimpl`` in an installed plugin that registers under the ``sessiontape``
+entry-point group). The same hooks serve inside pytest and outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._cassette import Recording
+    from ._match import Noise
+    from ._tape import Tape
+
+hookspec = pluggy.HookspecMarker("sessiontape")
+
+
+@hookspec(firstresult=True)
+def sessiontape_replay(tape: Tape, recording: Recording) -> Any:
+    """Run the application against ``recording`` through ``tape`` (a replay tape).
+
+    Wire the application as in production, using ``tape.process_runner()``,
+    ``tape.agent(...)``, ``tape.store(...)`` and ``tape.clock``, run it, and call
+    ``tape.finish(outcome)`` (or return the outcome and sessiontape finishes with it).
+    Return anything but ``None`` to say the cassette was handled; the first
+    implementation that does wins. ``pytest cassettes/`` calls this for every cassette.
+    """
+
+
+@hookspec
+def sessiontape_scrubbers() -> Iterable[Callable[[str], str]]:
+    """Return functions applied to every recorded text after the built-in redaction.
+
+    Each takes a string and returns it with the project's own secrets replaced, e.g.
+    ``lambda s: s.replace(INTERNAL_HOST, "[REDACTED:host]")``.
+    """
+    return ()
+
+
+@hookspec
+def sessiontape_noise() -> Noise | Iterable[str] | None:
+    """Return noise masks that every replay applies before comparing requests.
+
+    Either field paths (``"process.env.HOME"``, ``"agent.args[0].prompt"``) or a
+    :class:`sessiontape.Noise` with field masks and regex substitutions.
+    """
+
+
+@hookspec(firstresult=True)
+def sessiontape_match(
+    boundary: str, expected: Mapping[str, Any], actual: Mapping[str, Any]
+) -> bool | None:
+    """Decide whether an actual request matches the recorded one.
+
+    Both are normalised request dicts (noise already masked). Return ``True`` to accept,
+    ``False`` to reject (the field diff is still reported), ``None`` to leave it to the
+    default comparison.
+    """

@@ -1,0 +1,223 @@
+"""Request matching: normalised request dicts, noise masks and the comparison itself.
+
+A request matches its recorded twin after normalisation: today's request goes through the
+same scrubbing as at record time (secrets redacted, paths under today's roots written as
+placeholders), then noise masks blank the fields that legitimately differ between runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from ._errors import UsageError
+from ._report import FieldDiff, diff_values_counted
+
+__all__ = ["MASKED", "Noise", "compare"]
+
+#: What a masked field reads as on both sides.
+MASKED: Final = "<masked>"
+
+_SEGMENT = re.compile(
+    r"""\.?(?:(?P<key>[A-Za-z_][\w-]*|\*)|\[(?P<index>-?\d+|\*)\]|\["(?P<quoted>[^"]*)"\])"""
+)
+
+#: Regex substitutions worth turning on by name: ``Noise(patterns=["uuid", "tmpdir"])``.
+PRESETS: Final[dict[str, tuple[str, str]]] = {
+    "uuid": (
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+        "<uuid>",
+    ),
+    "tmpdir": (r"(?:/private)?/(?:tmp|var/folders)/[\w.-]+(?:/[\w.-]+)*", "<tmpdir>"),
+    "timestamp": (
+        r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b",
+        "<timestamp>",
+    ),
+    "sha": (r"\b[0-9a-f]{40}\b", "<sha>"),
+    "hex": (r"\b0x[0-9a-fA-F]+\b", "<hex>"),
+}
+
+
+def _parse_mask(mask: str) -> tuple[str, tuple[str | int, ...]]:
+    """``"process.argv[3]"`` -> ``("process", ("argv", 3))``."""
+    head, dot, rest = mask.partition(".")
+    bracket = head.find("[")
+    if bracket > 0:
+        head, rest = head[:bracket], head[bracket:] + (dot + rest if dot else "")
+    if not head or not re.fullmatch(r"[\w-]+", head):
+        raise UsageError(
+            f"noise mask {mask!r} must start with a boundary name, e.g. 'process.argv[3]', "
+            "'process.env.HOME' or 'agent.args[0].prompt'."
+        )
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(rest):
+        m = _SEGMENT.match(rest, pos)
+        if m is None or m.end() == pos:
+            raise UsageError(
+                f"noise mask {mask!r}: cannot read the path at {rest[pos:]!r}; write keys "
+                "with dots, indexes as [3], any key or index as * or [*]."
+            )
+        if m.group("key") is not None:
+            parts.append(m.group("key"))
+        elif m.group("index") is not None:
+            index = m.group("index")
+            parts.append("*" if index == "*" else int(index))
+        else:
+            parts.append(m.group("quoted"))
+        pos = m.end()
+    if not parts:
+        raise UsageError(f"noise mask {mask!r} names a whole boundary; name a field in it.")
+    # ``agent.request`` is the first positional argument, the request an adapter receives.
+    if parts[0] == "request":
+        parts[0:1] = ["args", 0]
+    return head, tuple(parts)
+
+
+class Noise:
+    """Fields and patterns to ignore when comparing requests.
+
+    ``masks`` are field paths, the same paths the report prints (``process.argv[3]``,
+    ``process.env.HOME``, ``agent.args[0].prompt``; ``*`` matches any key or index;
+    ``agent.request`` means the first argument). ``patterns`` are regex substitutions
+    applied to every string in a request, given as ``(regex, replacement)`` pairs or by
+    preset name (``"uuid"``, ``"tmpdir"``, ``"timestamp"``, ``"sha"``, ``"hex"``).
+    """
+
+    __slots__ = ("_masks", "_patterns", "masks", "patterns")
+
+    def __init__(
+        self,
+        masks: Iterable[str] = (),
+        patterns: Iterable[str | tuple[str, str]] = (),
+    ) -> None:
+        self.masks: tuple[str, ...] = tuple(masks)
+        self.patterns: tuple[str | tuple[str, str], ...] = tuple(patterns)
+        by_boundary: dict[str, list[tuple[str | int, ...]]] = {}
+        for mask in self.masks:
+            boundary, path = _parse_mask(mask)
+            by_boundary.setdefault(boundary, []).append(path)
+        self._masks = by_boundary
+        compiled: list[tuple[re.Pattern[str], str]] = []
+        for pattern in self.patterns:
+            if isinstance(pattern, str):
+                if pattern not in PRESETS:
+                    known = ", ".join(sorted(PRESETS))
+                    raise UsageError(
+                        f"unknown noise preset {pattern!r}; use one of {known}, or give a "
+                        "(regex, replacement) pair."
+                    )
+                regex, repl = PRESETS[pattern]
+            else:
+                regex, repl = pattern
+            try:
+                compiled.append((re.compile(regex), repl))
+            except re.error as exc:
+                raise UsageError(f"noise pattern {regex!r} is not a valid regex: {exc}.") from None
+        self._patterns = compiled
+
+    @classmethod
+    def coerce(cls, value: Noise | Iterable[str] | Mapping[str, Any] | None) -> Noise:
+        """A :class:`Noise` from a Noise, a list of masks, or ``{"masks":..., "patterns":...}``."""
+        if value is None:
+            return cls()
+        if isinstance(value, Noise):
+            return value
+        if isinstance(value, Mapping):
+            return cls(value.get("masks", ()), value.get("patterns", ()))
+        if isinstance(value, str):
+            return cls([value])
+        return cls(value)
+
+    def __bool__(self) -> bool:
+        return bool(self._masks or self._patterns)
+
+    def __or__(self, other: Noise) -> Noise:
+        return Noise(self.masks + other.masks, self.patterns + other.patterns)
+
+    def __repr__(self) -> str:
+        return f"Noise(masks={list(self.masks)!r}, patterns={list(self.patterns)!r})"
+
+    def applies_to(self, boundary: str) -> bool:
+        """Whether any mask or pattern could change a request of ``boundary``."""
+        return bool(self._patterns) or boundary in self._masks
+
+    def apply(self, boundary: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``request`` with patterns substituted and masked fields blanked."""
+        out: dict[str, Any] = dict(request)
+        if self._patterns:
+            out = _substitute(out, self._patterns)
+        for path in self._masks.get(boundary, ()):
+            out = _mask(out, path)
+        return out
+
+
+def _substitute(value: Any, patterns: Sequence[tuple[re.Pattern[str], str]]) -> Any:
+    if isinstance(value, str):
+        for regex, repl in patterns:
+            value = regex.sub(repl, value)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _substitute(v, patterns) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_substitute(v, patterns) for v in value]
+    return value
+
+
+def _mask(value: Any, path: tuple[str | int, ...]) -> Any:
+    if not path:
+        return MASKED
+    head, rest = path[0], path[1:]
+    if isinstance(value, Mapping):
+        if head == "*":
+            return {k: _mask(v, rest) for k, v in value.items()}
+        if isinstance(head, str) and head in value:
+            copy = dict(value)
+            copy[head] = _mask(value[head], rest)
+            return copy
+        return value
+    if isinstance(value, (list, tuple)):
+        if head == "*":
+            return [_mask(v, rest) for v in value]
+        if isinstance(head, int) and -len(value) <= head < len(value):
+            copy_list = list(value)
+            copy_list[head] = _mask(value[head], rest)
+            return copy_list
+    return value
+
+
+Matcher = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
+
+
+def compare(
+    boundary: str,
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    *,
+    noise: Noise,
+    matcher: Matcher | None = None,
+) -> tuple[list[FieldDiff], int]:
+    """Field diffs between a recorded and an actual request, and their total count.
+
+    An empty list means they match: equal as they are, equal once noise is applied, or
+    accepted by a custom matcher.
+    """
+    if expected == actual:
+        return [], 0
+    if noise.applies_to(boundary):
+        expected = noise.apply(boundary, expected)
+        actual = noise.apply(boundary, actual)
+        if expected == actual:
+            return [], 0
+    if matcher is not None:
+        verdict = matcher(boundary, expected, actual)
+        if verdict is True:
+            return [], 0
+    diffs, total = diff_values_counted(expected, actual)
+    if not diffs:
+        # Equal field by field yet rejected by the custom matcher.
+        diffs = [FieldDiff(path="", expected=dict(expected), actual=dict(actual),
+                           detail="rejected by a sessiontape_match hook")]  # fmt: skip
+        total = 1
+    return diffs, total

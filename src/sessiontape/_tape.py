@@ -1,0 +1,135 @@
+"""The :class:`Tape` interface shared by recording, replay and disabled recording.
+
+An application writes its wiring once against this interface; ``sessiontape.record(...)``
+and ``sessiontape.replay(...)`` hand it a tape of the right mode.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from ._clock import Clock
+    from ._report import ReplayReport
+    from ._runner import ProcessRunner
+
+__all__ = ["BoundaryKind", "Mode", "Tape"]
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+class Mode(str, enum.Enum):
+    """What a tape does with boundary calls."""
+
+    RECORD = "record"
+    REPLAY = "replay"
+    DISABLED = "disabled"
+
+
+class BoundaryKind(str, enum.Enum):
+    """How a boundary behaves on replay.
+
+    ``substitute``: the outside world (processes, agents, HTTP) is answered from the tape.
+    ``verify``: our own state (stores, locks) runs for real and is compared with the tape.
+    """
+
+    SUBSTITUTE = "substitute"
+    VERIFY = "verify"
+
+
+class Tape(abc.ABC):
+    """A recording or a replay in progress: the handle the application wires through.
+
+    Use it as a context manager; :meth:`finish` ends the session (leaving the ``with``
+    block finishes it too).
+    """
+
+    mode: Mode
+
+    @property
+    @abc.abstractmethod
+    def clock(self) -> Clock:
+        """The clock to inject: real when recording, virtual (instant sleeps) on replay."""
+
+    @abc.abstractmethod
+    def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
+        """The process boundary: records ``inner`` (default: real subprocesses), or on
+        replay returns the FIFO fake runner."""
+
+    @abc.abstractmethod
+    def agent(
+        self,
+        adapter: Any = None,
+        *,
+        method: str | Sequence[str] = "execute",
+        result_type: Any = None,
+        name: str = "agent",
+    ) -> Any:
+        """The agent boundary: wraps ``adapter`` so each ``method`` call records an
+        ``AgentTurn``; on replay returns an adapter answering with the recorded results,
+        decoded into ``result_type``."""
+
+    @abc.abstractmethod
+    def store(
+        self,
+        store: Any = None,
+        *,
+        mutations: Sequence[str],
+        snapshot: Callable[..., Any] | None = None,
+        factory: Callable[[Any], Any] | None = None,
+        name: str = "store",
+    ) -> Any:
+        """The store boundary: records ``snapshot`` at wrap time and every call to a
+        ``mutations`` method; on replay builds ``factory(recorded snapshot)`` and verifies
+        each mutation against the tape."""
+
+    @abc.abstractmethod
+    def boundary(
+        self,
+        name: str,
+        obj: Any = None,
+        *,
+        methods: Sequence[str],
+        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
+        result_type: Any = None,
+    ) -> Any:
+        """A user-defined boundary named ``name`` over ``obj``'s ``methods``."""
+
+    @abc.abstractmethod
+    def patch_subprocess(self) -> AbstractContextManager[None]:
+        """Intercept :class:`subprocess.Popen` (so ``run``, ``check_output``, ``call``) for
+        code that does not take an injected runner."""
+
+    @abc.abstractmethod
+    def finish(self, outcome: Any = None) -> ReplayReport | None:
+        """End the session: records ``SessionEnd`` (recording) or returns the
+        :class:`ReplayReport` comparing ``outcome`` with the recorded one (replay)."""
+
+    @abc.abstractmethod
+    def close(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> bool | None:
+        """Finish (if not finished) and release the tape's resources.
+
+        Returns ``True`` when the exception that ended the block is to be swallowed
+        (a replay that reproduced the recorded crash)."""
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return self.close(exc_type, exc, tb)
