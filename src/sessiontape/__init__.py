@@ -36,7 +36,7 @@ from ._hooks import get_plugin_manager, hookimpl
 from ._match import Noise
 from ._policy import Level
 from ._record import ENV_VAR, add_record_argument, record, record_path
-from ._replay import ReplayedError, UnrecordedCallError, replay
+from ._replay import ReplayedError, ReplayTape, UnrecordedCallError, replay
 from ._report import FieldDiff, Mismatch, MismatchKind, ReplayReport
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
 from ._scrub import PathRoots, Scrubber
@@ -72,6 +72,7 @@ __all__ = [
     "RecordingWarning",
     "ReplayMismatch",
     "ReplayReport",
+    "ReplayTape",
     "ReplayedError",
     "Scrubber",
     "SessionEnd",

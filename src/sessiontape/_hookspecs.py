@@ -15,20 +15,22 @@ import pluggy
 if TYPE_CHECKING:
     from ._cassette import Recording
     from ._match import Noise
-    from ._tape import Tape
+    from ._replay import ReplayTape
 
 hookspec = pluggy.HookspecMarker("sessiontape")
 
 
 @hookspec(firstresult=True)
-def sessiontape_replay(tape: Tape, recording: Recording) -> Any:
+def sessiontape_replay(tape: ReplayTape, recording: Recording) -> Any:
     """Run the application against ``recording`` through ``tape`` (a replay tape).
 
     Wire the application as in production, using ``tape.process_runner()``,
     ``tape.agent(...)``, ``tape.store(...)`` and ``tape.clock``, run it, and call
-    ``tape.finish(outcome)`` (or return the outcome and sessiontape finishes with it).
-    Return anything but ``None`` to say the cassette was handled; the first
-    implementation that does wins. ``pytest cassettes/`` calls this for every cassette.
+    ``tape.finish(outcome)`` so the outcome is compared with the recorded one (when the
+    hook does not, leaving the replay finishes it without that comparison). If the
+    application learns its directories only now, name them with ``tape.set_roots(...)``
+    before the first call. Return anything but ``None`` to say the cassette was handled;
+    the first implementation that does wins. ``pytest cassettes/`` calls this for every cassette.
     """
 
 

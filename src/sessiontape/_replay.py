@@ -265,6 +265,22 @@ class ReplayTape(Tape):
 
     # -- plumbing -------------------------------------------------------------------
 
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Name today's directories for the recorded path placeholders.
+
+        For code that learns its directories after the tape exists, such as a
+        ``sessiontape_replay`` hook making a fresh work dir: call it before the first call
+        is served. A mapping adds to (or replaces by name) the default roots.
+        """
+        if self._consumed or self._mismatches:
+            raise UsageError(
+                "set_roots() must come before the first replayed call: requests already "
+                "matched were normalised with the old roots."
+            )
+        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
+        self.scrubber = Scrubber(self.roots, extra=_hooks.scrub_functions())
+        self.codec = PayloadCodec(self.codec.level, scrub=self.scrubber.text, expand=self.roots.expand)
+
     @property
     def clock(self) -> Clock:
         return self._clock

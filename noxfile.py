@@ -1,0 +1,55 @@
+"""Every task a contributor runs: ``nox -s tests lint typecheck bench demo``.
+
+The tools are pinned so that a green run here is a green run in CI.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+RUFF = "ruff==0.17.6"
+MYPY = "mypy==2.4.1"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite (unit, plugin, CLI, examples, and the cassette corpus), on all cores.
+
+    pytest's exit code 5 (no tests collected) fails the session like any other.
+    """
+    session.install("-e", ".[test]")
+    args = session.posargs or ["-n", "auto"]
+    session.run("pytest", *args)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint rules and formatting."""
+    session.install(RUFF)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on src/ (settings in pyproject.toml)."""
+    session.install("-e", ".", MYPY)
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark suite; writes BENCHMARKS.md and BENCHMARKS.json."""
+    session.install("-e", ".[bench]")
+    session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Record and replay a live session of the bundled example orchestrator."""
+    session.install("-e", ".")
+    session.run("sessiontape", "demo", *session.posargs)
