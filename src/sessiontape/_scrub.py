@@ -19,7 +19,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, NamedTuple, final
+from typing import Any, Final, NamedTuple, cast, final
 
 from ._errors import UsageError
 
@@ -113,21 +113,35 @@ def _is_secret_option(name: str) -> bool:
 
 # -- token shapes -------------------------------------------------------------------
 #
-# All shapes live in one alternation. Python's regex engine only skips quickly through a
-# string when every alternative starts with a literal character; it then tests one
-# character class per position and tries a match only where one of those characters
-# occurs. So every alternative below starts with a *rare* literal (``_ - : = A B``) and
-# checks what precedes it with a lookbehind: ``ghp_`` is found at its ``_``. ``back``
-# says how many characters before the match belong to the secret and are replaced too.
+# All shapes live in one regex. Python's engine only skips quickly through a string when
+# every top-level alternative starts with a literal character: it then tests one character
+# class per position and tries a match only where one of those characters occurs. So every
+# shape starts with a *rare* literal, its anchor (``_ - : = A B``), and checks what comes
+# before with lookbehinds: ``ghp_...`` is found at its ``_``, ``password=...`` at its
+# ``=``. ``back`` says how many characters before the anchor belong to the secret.
+#
+# Lookbehinds are not free (each costs about as much as scanning a few characters), and
+# every ``:`` in a JSON document meets them, so shapes that share an anchor share a cheap
+# ``guard`` before their costlier checks. Measured on a 200-character ``git status``, these
+# choices took the scan from 16 µs (keywords first, case-insensitive) to under 1 µs.
 
 
-def _nocase(word: str) -> str:
-    """``word`` as a case-insensitive pattern built from character classes.
+def _spellings(words: Sequence[str]) -> str:
+    """An alternation of the lower, UPPER and Capitalized spellings of ``words``.
 
-    ``[kK][eE][yY]`` rather than ``(?i:key)``: the engine rejects a class at once, which
-    matters inside the lookbehinds tried at every ``:`` and ``=``.
+    Made for lookbehinds, which the engine tries alternative by alternative: literals
+    (rather than ``(?i:...)`` or classes) are rejected at their first character, and
+    factoring by first character (``a(?:swd|uth)``) spares most of those rejections. This
+    makes the checks tried at every ``:`` and ``=`` about three times cheaper.
     """
-    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        for spelling in dict.fromkeys((word, word.upper(), word.capitalize())):
+            groups.setdefault(spelling[0], []).append(re.escape(spelling[1:]))
+    return "|".join(
+        re.escape(first) + (rests[0] if len(rests) == 1 else f"(?:{'|'.join(rests)})")
+        for first, rests in groups.items()
+    )
 
 
 # How an assigned value ends, by how it starts (shared by ``key=value`` and ``--option``).
@@ -142,44 +156,71 @@ _VALUE: Final = (
     r"|(?<![\"'])(?![$={\[(])(?![A-Za-z_][\w.]*[(\[])[^\s\"'\\,;&]+"
     r")"
 )
-# After a colon, a bare JSON literal is data, not a secret, and must stay valid JSON.
-_NOT_JSON_LITERAL: Final = r"(?!(?:true|false|null|-?\d+(?:\.\d+)?)(?![^\s,}\]]))"
 
-# How a key must end for ``key=value`` / ``key: value`` to be examined at all (the whole
-# key is then checked with is_secret_name): password, passwd, passphrase, pass, secret(s),
-# token, auth, credential(s), cookie, signature, key(s), dsn, pwd. A key called just "key"
-# is an identifier, so KEY needs a letter or separator before it.
+# The endings a key must have for ``key=value`` / ``key: value`` to be examined at all
+# (the whole key is then checked with is_secret_name). Lookbehinds need a fixed width,
+# hence one group per length.
 _KEY_ENDINGS: Final = (
-    *(_nocase(w) for w in ("word", "aswd", "rase", "pass", "cret", "rets", "oken", "auth")),
-    *(_nocase(w) for w in ("tial", "ials", "okie", "ture", "keys", "dsn", "pwd")),
-    "[A-Za-z_.-]" + _nocase("key"),
+    (
+        "word",  # password
+        "aswd",  # passwd
+        "rase",  # passphrase
+        "pass",
+        "cret",  # secret
+        "rets",  # secrets
+        "oken",  # token
+        "auth",
+        "tial",  # credential
+        "ials",  # credentials
+        "okie",  # cookie
+        "ture",  # signature
+        "keys",
+    ),
+    ("key", "dsn", "pwd"),
 )
-# Their last letters: one class test turns most other keys away before the endings are tried.
-_KEY_LAST: Final = "[dehlnstyDEHLNSTY]"
+_HEADERS: Final = ("authorization", "cookie")
+# What may stand between a key and its separator: nothing, a closing quote or a space
+# (``"token": ``, ``password = ``), an escaped quote (``\\"token\\":`` in JSON inside a
+# JSON string).
+_KEY_TAILS: Final = ("", "[\"' ]", r'\\"')
 
 
-def _key_behind(sep: str) -> str:
-    """Lookbehinds true when the key just before ``sep`` ends like a secret name."""
-    # A lookbehind needs a fixed width: one per ending length.
-    widths: dict[int, list[str]] = {}
-    for ending in _KEY_ENDINGS:
-        widths.setdefault(len(re.sub(r"\[[^]]*\]", "x", ending)), []).append(ending)
-    alternatives = []
-    for tail in ("", "[\"' ]", r'\\"'):
-        endings = "|".join(f"(?<=(?:{'|'.join(group)}){tail}{sep})" for group in widths.values())
-        alternatives.append(f"(?<={_KEY_LAST}{tail}{sep})(?:{endings})")
-    return "(?:" + "|".join(alternatives) + ")"
+def _key_guard(sep: str, tail: str) -> str:
+    """Lookbehinds true when the key before ``tail`` and ``sep`` ends like an ending or header.
+
+    Only the last two letters are compared: that turns most keys (``modified:``,
+    ``"type":``) away for a fraction of the cost of the full endings. A one-class test of
+    the last letter comes first, being cheaper still.
+    """
+    words = [w for group in (*_KEY_ENDINGS, _HEADERS) for w in group]
+    last = "".join(sorted({c for w in words for c in (w[-1], w[-1].upper())}))
+    pairs = _spellings(sorted({w[-2:] for w in words}))
+    return f"(?<=[{last}]{tail}{re.escape(sep)})(?<=(?:{pairs}){tail}{re.escape(sep)})"
+
+
+def _key_ends_secret(sep: str, tail: str) -> str:
+    """Lookbehinds true when the key before ``tail`` and ``sep`` ends like a secret name."""
+    return (
+        "(?:"
+        + "|".join(f"(?<=(?:{_spellings(words)}){tail}{re.escape(sep)})" for words in _KEY_ENDINGS)
+        + ")"
+    )
+
+
+#: Decides from a match whether it is a secret: the mark to put in its place, or None.
+_Judge = Callable[[re.Match[str]], str | None]
 
 
 class _Shape(NamedTuple):
     """One alternative of the secrets regex and how its match is replaced."""
 
     name: str  # the group name the match is known by
-    anchor: str  # the literal the match starts with (see above)
+    anchor: str  # the literal the match starts with
     pattern: str  # what follows the anchor; ``(?P<keep>...)`` is kept before the mark
     kind: str | None  # the ``[REDACTED:<kind>]`` label; None: ``[REDACTED]``
     back: int = 0  # characters before the anchor (checked by a lookbehind) that go too
-    judge: Callable[[re.Match[str]], str | None] | None = None  # the mark, or None: not secret
+    judge: _Judge | None = None  # for shapes found by a name that must be checked
+    guard: str = ""  # a cheap check right after the anchor, shared with neighbours
 
     @property
     def keep(self) -> str | None:
@@ -187,7 +228,7 @@ class _Shape(NamedTuple):
         return f"{self.name}__keep" if "(?P<keep>" in self.pattern else None
 
     def compiled(self) -> str:
-        """The alternative as it goes into the combined regex, without its anchor.
+        """The alternative as it goes into the combined regex, without anchor and guard.
 
         The named group that tells which shape matched is an empty one at the end: as the
         last group to close it is ``match.lastgroup``, and the alternative still starts
@@ -198,12 +239,18 @@ class _Shape(NamedTuple):
 
 
 def _combine(shapes: Sequence[_Shape]) -> re.Pattern[str]:
-    """One regex for all shapes: one alternative per anchor, shapes in their order inside."""
-    by_anchor: dict[str, list[str]] = {}
+    """One regex for all shapes: one alternative per anchor, then per guard, in order."""
+    tree: dict[str, dict[str, list[str]]] = {}
     for shape in shapes:
-        by_anchor.setdefault(shape.anchor, []).append(shape.compiled())
+        tree.setdefault(shape.anchor, {}).setdefault(shape.guard, []).append(shape.compiled())
     return re.compile(
-        "|".join(f"{re.escape(a)}(?:{'|'.join(alts)})" for a, alts in by_anchor.items())
+        "|".join(
+            re.escape(anchor)
+            + "(?:"
+            + "|".join(f"{guard}(?:{'|'.join(alts)})" for guard, alts in guards.items())
+            + ")"
+            for anchor, guards in tree.items()
+        )
     )
 
 
@@ -230,9 +277,41 @@ def _key_before(text: str, end: int) -> str:
     return found.group(1)[::-1] if found else ""
 
 
-_SCHEMES: Final = "|".join(
-    [*(_nocase(s) for s in ("bearer", "basic", "token", "digest")), "Bot", "Negotiate"]
-)
+# Authorization schemes whose credentials are one token: the scheme stays readable and the
+# token goes. Any other header value (Digest parameters, cookies) goes to the end of the
+# line or quote.
+_SCHEMES: Final = _spellings(("bearer", "basic", "token", "bot", "negotiate"))
+
+
+def _colon_shapes(tail: str, n: int) -> tuple[_Shape, ...]:
+    """The shapes found at a ``:`` after a key followed by ``tail``."""
+    headers = tuple(
+        _Shape(
+            f"{header}_{n}",
+            ":",
+            rf"(?<=(?:{_spellings([header])}){tail}:)"
+            rf"(?P<keep>[ \t]*[\"']?(?:(?P<{header}_{n}_scheme>{_SCHEMES})[ \t]+)?)"
+            rf"(?!\[REDACTED)(?({header}_{n}_scheme)[^\s\"',;]+"
+            # Without a scheme, not "Bearer [REDACTED...]" either: redacting stays idempotent.
+            rf"|(?!(?:{_SCHEMES})[ \t])[^\s\"'](?:[^\r\n\"']*[^\s\"'])?)",
+            header,
+            guard=_key_guard(":", tail),
+        )
+        for header in _HEADERS
+        if not tail.startswith("\\")
+    )
+    # After a colon a bare JSON literal is data, not a secret, and must stay valid JSON.
+    json_literal = r"(?!(?:true|false|null|-?\d+(?:\.\d+)?)(?![^\s,}\]]))"
+    assignment = _Shape(
+        f"assign_colon_{n}",
+        ":",
+        _key_ends_secret(":", tail) + r"(?P<keep>[ \t]*(?:\\?[\"'])?)" + json_literal + _VALUE,
+        None,
+        judge=_judge_assignment,
+        guard=_key_guard(":", tail),
+    )
+    return (*headers, assignment)
+
 
 _SHAPES: Final = (
     # GitHub: classic tokens ghp_/gho_/ghu_/ghs_/ghr_, fine-grained github_pat_.
@@ -261,18 +340,20 @@ _SHAPES: Final = (
     _Shape(
         "private_key",
         "-",
-        r"(?P<keep>----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:\r?\n|\\r?\\n)?)"
-        r"[\s\S]*?(?=(?:\r?\n|\\r?\\n)?-----END[A-Z0-9 ]* PRIVATE KEY|\Z)",
+        r"(?P<keep>----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:\r?\n|(?:\\r)?\\n)?)"
+        r"[\s\S]*?(?=(?:\r?\n|(?:\\r)?\\n)?-----END[A-Z0-9 ]* PRIVATE KEY|\Z)",
         "private-key",
     ),
     # --token abc / --api-key=abc inside a command line held in one string (sh -c "...").
-    # The lookahead spares options without a secret word the cost of a Python call.
+    # Only names ending like a secret get as far as a Python call.
     _Shape(
         "option",
         "-",
-        r"-(?<![^\s\"']--)(?=[\w.-]*?(?i:pass|pwd|secret|token|key|auth|credential|cookie"
-        r"|session|private|signature|dsn))(?P<keep>(?P<option_name>[A-Za-z][\w.-]*)"
-        r"(?:=|[ \t]+(?!-))[\"']?)" + _VALUE,
+        r"-(?<![^\s\"']--)(?P<keep>(?P<option_name>[A-Za-z][\w.-]*)(?![\w.-])"
+        + _key_guard("", "")
+        + _key_ends_secret("", "")
+        + r"(?:=|[ \t]+(?!-))[\"']?)"
+        + _VALUE,
         None,
         judge=_judge_option,
     ),
@@ -282,50 +363,39 @@ _SHAPES: Final = (
         r"(?P<keep>earer[ \t]+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}",
         "bearer",
     ),
-    # HTTP headers: the whole value goes, an auth scheme (Bearer, Basic, ...) stays readable.
-    *(
-        _Shape(
-            header,
-            ":",
-            # The one-letter lookbehinds turn other keys away cheaply.
-            rf"(?:(?<={_nocase(header[-1])}:)(?<={_nocase(header)}:)"
-            rf"|(?<={_nocase(header[-1])}[\"']:)(?<={_nocase(header)}[\"']:))"
-            rf"(?P<keep>[ \t]*[\"']?(?:(?:{_SCHEMES})[ \t]+)?)"
-            r"(?!\[REDACTED)[^\r\n\"']*[^\s\"']",
-            header,
-        )
-        for header in ("authorization", "cookie")
-    ),
     # The password in scheme://user:password@host.
     _Shape(
         "url_password",
         ":",
-        r"(?P<keep>//[^/\s:@\"']+:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
+        r"(?P<keep>//[^/\s:@\"']*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
         "url-password",
     ),
-    # password=..., TOKEN="...", "api_key": "...", aws_secret_access_key = ...
-    _Shape(
-        "assign_colon",
-        ":",
-        _key_behind(":") + r"(?P<keep>[ \t]*(?:\\?[\"'])?)" + _NOT_JSON_LITERAL + _VALUE,
-        None,
-        judge=_judge_assignment,
-    ),
-    _Shape(
-        "assign_equals",
-        "=",
-        _key_behind("=")
-        + r"(?P<keep>[ \t]*(?:\\?[\"'])?)(?!(?:true|false|null)(?![^\s,;&]))"
-        + _VALUE,
-        None,
-        judge=_judge_assignment,
+    # HTTP headers (Authorization, Cookie): the whole value goes, an auth scheme stays
+    # readable. Then password=..., TOKEN="...", "api_key": "...", aws_secret_access_key = ...
+    *(
+        shape
+        for n, tail in enumerate(_KEY_TAILS)
+        for shape in (
+            *_colon_shapes(tail, n),
+            _Shape(
+                f"assign_equals_{n}",
+                "=",
+                _key_ends_secret("=", tail)
+                + r"(?P<keep>[ \t]*(?:\\?[\"'])?)(?!(?:true|false|null)(?![^\s,;&]))"
+                + _VALUE,
+                None,
+                judge=_judge_assignment,
+                guard=_key_guard("=", tail),
+            ),
+        )
     ),
 )
 
 _SECRETS: Final = _combine(_SHAPES)
-# Per group name: the shape, its keep group and its fixed mark (None: judged per match).
-_BY_NAME: Final = {
-    s.name: (s, s.keep, None if s.judge else redaction_mark(s.kind)) for s in _SHAPES
+# Per group name: characters before the anchor that go too, the group kept before the
+# mark, and the mark itself or the judge that decides it per match.
+_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge]]] = {
+    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind)) for s in _SHAPES
 }
 
 
@@ -342,14 +412,16 @@ def redact(text: str) -> str:
     out: list[str] = []
     done = 0  # text[:done] is already in out
     while found is not None:
-        shape, keep, mark = _BY_NAME[found.lastgroup]  # type: ignore[index]
-        if mark is None:
-            mark = shape.judge(found)  # type: ignore[misc]
-            if mark is None:
+        back, keep, mark = _BY_NAME[cast(str, found.lastgroup)]
+        if not isinstance(mark, str):
+            judged = mark(found)
+            if judged is None:
                 # Not a secret name after all; its value may still hold a token shape.
-                found = _SECRETS.search(text, found.end(keep))  # type: ignore[arg-type]
+                resume = found.end(keep) if keep is not None else found.start() + 1
+                found = _SECRETS.search(text, resume)
                 continue
-        start = max(found.start() - shape.back, done)
+            mark = judged
+        start = max(found.start() - back, done)
         out.append(text[done:start])
         if keep is not None:
             out.append(text[start : found.end(keep)])
@@ -388,6 +460,7 @@ def _normalize_root(path: str) -> str:
 
 
 def _is_absolute(path: str) -> bool:
+    """Absolute on POSIX or on Windows: a cassette may come from either."""
     return path.startswith(("/", "\\")) or (len(path) > 2 and path[1] == ":" and path[2] in "/\\")
 
 
@@ -435,22 +508,29 @@ class PathRoots:
         # ({repo} inside {tmp}) wins. Given forms come before resolved forms: when two roots
         # share a spelling, the first one named keeps it.
         self._placeholders: dict[str, str] = {}
-        for spelling, name in self._spellings():
+        for spelling, name in self._forms():
             self._placeholders.setdefault(spelling, "{" + name + "}")
         if self._placeholders:
-            alternatives = (
-                re.escape(s[0]) + f"(?<!{_PATH_CHAR_BEFORE}{re.escape(s[0])})" + re.escape(s[1:])
-                for s in sorted(self._placeholders, key=len, reverse=True)
+            # Grouped by first character, so the engine finds candidates with a fast scan
+            # for that character (usually just "/"), then tries the spellings longest first.
+            by_first: dict[str, list[str]] = {}
+            for spelling in sorted(self._placeholders, key=len, reverse=True):
+                by_first.setdefault(spelling[0], []).append(re.escape(spelling[1:]))
+            alternatives = "|".join(
+                f"{re.escape(c)}(?<!{_PATH_CHAR_BEFORE}{re.escape(c)})(?:{'|'.join(rests)})"
+                for c, rests in by_first.items()
             )
+            # One capturing group: split() hands back the roots found, all in C.
             self._collapse_re: re.Pattern[str] | None = re.compile(
-                "(?:" + "|".join(alternatives) + f")(?!{_PATH_CHAR})"
+                f"((?:{alternatives}))(?!{_PATH_CHAR})"
             )
             names = "|".join(re.escape(n) for n in self._roots)
             self._expand_re: re.Pattern[str] | None = re.compile(r"\{(" + names + r")\}")
         else:
             self._collapse_re = self._expand_re = None
 
-    def _spellings(self) -> Iterator[tuple[str, str]]:
+    def _forms(self) -> Iterator[tuple[str, str]]:
+        """(spelling, name) for every root: as given, symlinks resolved, ``/`` for ``\\``."""
         for name, path in self._roots.items():
             yield path, name
         for name, path in self._roots.items():
@@ -485,20 +565,32 @@ class PathRoots:
         return cls(roots)
 
     def collapse(self, text: str) -> str:
-        """``text`` with every root path written as its placeholder (``/srv/app/x`` -> ``{repo}/x``)."""
+        """``text`` with every root path written as its placeholder: ``{repo}/src``.
+
+        A root is found only where it is a whole path: ``/rootfs`` keeps ``/root``.
+        """
         pattern = self._collapse_re
-        if pattern is None or pattern.search(text) is None:
+        if pattern is None:
+            return text
+        # split() is the cheap check too: with no root in the text it returns [text].
+        parts = pattern.split(text)
+        if len(parts) == 1:
             return text
         table = self._placeholders
-        return pattern.sub(lambda m: table[m.group()], text)
+        parts[1::2] = [table[found] for found in parts[1::2]]
+        return "".join(parts)
 
     def expand(self, text: str) -> str:
         """``text`` with every known placeholder replaced by today's root; others stay."""
         pattern = self._expand_re
         if pattern is None or "{" not in text:
             return text
+        parts = pattern.split(text)
+        if len(parts) == 1:
+            return text
         roots = self._roots
-        return pattern.sub(lambda m: roots[m.group(1)], text)
+        parts[1::2] = [roots[name] for name in parts[1::2]]
+        return "".join(parts)
 
     def as_dict(self) -> dict[str, str]:
         """Placeholder name to root path, as written to the cassette header."""
@@ -531,6 +623,10 @@ def expand_data(obj: Any, roots: PathRoots) -> Any:
 
 # -- the scrubber -------------------------------------------------------------------
 
+# Texts up to this length are remembered, up to this many (at most a few MB).
+_MEMO_MAX_CHARS: Final = 256
+_MEMO_MAX_ENTRIES: Final = 8192
+
 
 def _redact_all(obj: Any) -> Any:
     """Every string inside ``obj`` redacted; numbers, booleans and None say no secret."""
@@ -552,10 +648,11 @@ class Scrubber:
     ``roots`` gives the placeholders (None: paths stay as they are). ``redact=False`` turns
     every redaction off. ``extra`` functions run last on every text, after the built-in
     redaction: that is how the ``sessiontape_scrubbers`` hook adds a project's own rules.
-    The same scrubber scrubs today's requests on replay, so both sides compare alike.
+    They must be pure functions, as short texts are scrubbed once and then remembered. The
+    same scrubber scrubs today's requests on replay, so both sides compare alike.
     """
 
-    __slots__ = ("_collapse", "_redact", "_roots", "_steps")
+    __slots__ = ("_collapse", "_last_env", "_memo", "_redact", "_roots", "_steps")
 
     def __init__(
         self,
@@ -574,6 +671,13 @@ class Scrubber:
             steps.append(self._collapse)
         steps.extend(extra)
         self._steps = tuple(steps)
+        # Short texts repeat endlessly (argv words, env values, JSON leaves): remembering
+        # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
+        # safe across threads since each get or set is atomic; ``extra`` must be pure.
+        self._memo: dict[str, str] = {}
+        # A program passes the same environment to call after call: the last one and its
+        # scrubbed form, swapped as one tuple so that threads never see half of it.
+        self._last_env: tuple[dict[str, str], dict[str, str]] | None = None
 
     @property
     def roots(self) -> PathRoots | None:
@@ -582,9 +686,19 @@ class Scrubber:
 
     def text(self, s: str) -> str:
         """``s`` with token-shaped secrets redacted, roots collapsed, then ``extra`` applied."""
+        short = len(s) <= _MEMO_MAX_CHARS
+        if short:
+            done = self._memo.get(s)
+            if done is not None:
+                return done
+        out = s
         for step in self._steps:
-            s = step(s)
-        return s
+            out = step(out)
+        if short:
+            if len(self._memo) >= _MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            self._memo[s] = out
+        return out
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """Each argument scrubbed as text; the value of a secret long option is redacted.
@@ -595,7 +709,7 @@ class Scrubber:
         out: list[str] = []
         value_is_secret = False
         for arg in argv:
-            if value_is_secret and not arg.startswith("-"):
+            if value_is_secret and arg and not arg.startswith("-"):
                 out.append(REDACTED_MARK)
                 value_is_secret = False
                 continue
@@ -616,13 +730,17 @@ class Scrubber:
 
         An empty value stays empty: it holds nothing, and saying it was unset helps.
         """
+        last = self._last_env
+        if last is not None and last[0] == env:
+            return dict(last[1])
         text = self.text
-        if not self._redact:
-            return {name: text(value) for name, value in env.items()}
-        return {
-            name: REDACTED_MARK if value and is_secret_name(name) else text(value)
+        redact = self._redact
+        scrubbed = {
+            name: REDACTED_MARK if redact and value and is_secret_name(name) else text(value)
             for name, value in env.items()
         }
+        self._last_env = (dict(env), scrubbed)
+        return dict(scrubbed)
 
     def data(self, obj: Any) -> Any:
         """JSON-like ``obj`` (dict, list, tuple, str, int, float, bool, None) scrubbed.
@@ -634,15 +752,15 @@ class Scrubber:
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, dict):
-            redact = self._redact
-            return {
-                (self.text(k) if isinstance(k, str) else k): (
-                    _redact_all(v)
-                    if redact and isinstance(k, str) and is_secret_name(k)
-                    else self.data(v)
-                )
-                for k, v in obj.items()
-            }
+            out: dict[Any, Any] = {}
+            for key, value in obj.items():
+                if isinstance(key, str):
+                    if self._redact and is_secret_name(key):
+                        out[self.text(key)] = _redact_all(value)
+                        continue
+                    key = self.text(key)
+                out[key] = self.data(value)
+            return out
         if isinstance(obj, list):
             return [self.data(v) for v in obj]
         if isinstance(obj, tuple):
