@@ -279,7 +279,9 @@ class ReplayTape(Tape):
             )
         self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
         self.scrubber = Scrubber(self.roots, extra=_hooks.scrub_functions())
-        self.codec = PayloadCodec(self.codec.level, scrub=self.scrubber.text, expand=self.roots.expand)
+        self.codec = PayloadCodec(
+            self.codec.level, scrub=self.scrubber.text, expand=self.roots.expand
+        )
 
     @property
     def clock(self) -> Clock:

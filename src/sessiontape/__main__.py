@@ -1,0 +1,7 @@
+"""``python -m sessiontape``: the ``sessiontape`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

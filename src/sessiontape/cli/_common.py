@@ -1,0 +1,317 @@
+"""What the subcommands share: errors, entry geometry, call trees, output files, progress."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import typing
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final, TextIO, TypeVar
+
+import msgspec
+
+from .._cassette import Recording, encode_entry
+from .._describe import describe
+from .._entries import AgentTurn, Call, CallEntry, Entry, ProcessCall, StoreMutation
+from .._errors import SessiontapeError
+from .._replay import _recorded_duration
+
+__all__ = [
+    "KINDS",
+    "KIND_OF_TYPE",
+    "PROGRESS_THRESHOLD",
+    "CallTree",
+    "CommandError",
+    "Progress",
+    "as_call",
+    "call_duration",
+    "command_name",
+    "entry_data",
+    "format_relative",
+    "is_call",
+    "kind_of",
+    "non_negative_int",
+    "plural",
+    "positive_int",
+    "recorded_duration",
+    "relative_ns",
+    "seconds",
+    "seq_ranges",
+    "what",
+    "write_atomic",
+    "write_entries",
+]
+
+T = TypeVar("T")
+
+#: Each entry type's ``kind``, as written in a cassette line.
+KIND_OF_TYPE: Final[dict[type, str]] = {
+    cls: str(cls.__struct_config__.tag) for cls in typing.get_args(Entry)
+}
+
+#: Every entry kind, in the order of the union.
+KINDS: Final[tuple[str, ...]] = tuple(KIND_OF_TYPE.values())
+
+#: Tapes with more entries than this show a progress line on a terminal's stderr.
+PROGRESS_THRESHOLD: Final = 50_000
+
+_CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
+
+
+class CommandError(SessiontapeError):
+    """A subcommand cannot go on: a bad argument or a file it cannot write.
+
+    ``main`` prints the message as ``sessiontape: error: <message>`` and exits with 2.
+    """
+
+
+def kind_of(entry: Entry) -> str:
+    """The entry's ``kind`` tag (``process``, ``agent_turn``, ...)."""
+    return KIND_OF_TYPE[type(entry)]
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type=`` for counts and seqs."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative; give 0 or more")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=`` for limits."""
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("give 1 or more")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type=`` for times since the start of the session, in seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not 0 seconds or more")
+    return value
+
+
+def relative_ns(entry: Entry, recording: Recording) -> int:
+    """When ``entry`` started, in ns since the session started.
+
+    Monotonic time, the clock the recorder measures durations with, so that starts and
+    durations share one axis (the wall clock may be adjusted during a long run).
+    """
+    return entry.mono_ns - recording.header.mono_ns
+
+
+def call_duration(entry: Entry) -> int:
+    """How long a boundary call took, in ns; 0 for session metadata.
+
+    ``SessionEnd.duration_ns`` is the whole session's, not an event's, so it is not counted.
+    """
+    return entry.duration_ns if isinstance(entry, _CALL_TYPES) else 0
+
+
+def recorded_duration(recording: Recording) -> int:
+    """The session's duration in ns, as the replay report states it (crashed tapes too)."""
+    return max(0, _recorded_duration(recording))
+
+
+def format_relative(ns: int) -> str:
+    """A time since the start of the session: ``+12.345s``."""
+    return f"+{ns / 1e9:.3f}s"
+
+
+def what(entry: Entry, *, width: int = 60) -> str:
+    """:func:`describe` without its leading ``seq N worker``: what happened, for a table row."""
+    text = describe(entry, width=width)
+    head = f"seq {entry.seq} {entry.worker} "
+    return text[len(head) :] if text.startswith(head) else text
+
+
+# A subcommand: a word, not a path, a file name or a sentence (`git merge`, `gh pr`).
+_SUBCOMMAND: Final = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """The program's base name and its first subcommand: ``git -C {repo} merge x`` -> ``git merge``.
+
+    The value right after a two-letter option (``-C dir``, ``-c key=value``) is skipped, as
+    it most likely belongs to the option; the first remaining argument that is a plain word
+    is the subcommand. A program without one is named alone (``sh -c '...'`` -> ``sh``).
+    """
+    if not argv:
+        return "?"
+    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1] or argv[0]
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "--":
+            continue
+        if arg.startswith("-"):
+            skip_next = len(arg) == 2
+            continue
+        if _SUBCOMMAND.fullmatch(arg):
+            return f"{program} {arg}"
+        break
+    return program
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 entry``, ``2 entries``: a count with its noun."""
+    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
+
+
+def seq_ranges(seqs: Iterable[int]) -> str:
+    """Sorted seqs as compact ranges: ``3-5, 9``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for seq in sorted(seqs):
+        if run and seq == run[-1] + 1:
+            run.append(seq)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [seq]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(parts)
+
+
+def entry_data(entry: Entry) -> dict[str, Any]:
+    """The entry as JSON builtins, ``kind`` included: what a cassette line holds."""
+    data: dict[str, Any] = msgspec.to_builtins(entry)
+    return data
+
+
+class CallTree:
+    """The parent links of a recording as a tree: children, depths and top-level roots.
+
+    A parent that is not in the recording (a call still open when the session crashed, or
+    one cut out of a slice) makes its child a root: the tree only links what is there.
+    """
+
+    __slots__ = ("children", "depth", "root_of")
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self.children: dict[int, list[int]] = {}
+        self.depth: dict[int, int] = {}
+        self.root_of: dict[int, int] = {}
+        # Seq order puts every parent before its children (seqs are reserved at call start).
+        for entry in entries:
+            seq, parent = entry.seq, entry.parent
+            if parent is not None and parent in self.depth and parent < seq:
+                self.children.setdefault(parent, []).append(seq)
+                self.depth[seq] = self.depth[parent] + 1
+                self.root_of[seq] = self.root_of[parent]
+            else:
+                self.depth[seq] = 0
+                self.root_of[seq] = seq
+
+    def subtree(self, seq: int) -> Iterator[int]:
+        """``seq`` and every seq nested under it, at any depth."""
+        stack = [seq]
+        while stack:
+            current = stack.pop()
+            yield current
+            stack.extend(self.children.get(current, ()))
+
+
+def write_atomic(path: str, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to ``path`` through a temporary file and :func:`os.replace`.
+
+    A reader never sees half a file, and a failure leaves an existing file untouched. The
+    file gets mode 0600: everything the subcommands write holds recorded production data.
+    """
+    target = Path(path)
+    try:
+        # In the target's directory, so that os.replace is a rename; mkstemp makes it 0600.
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise CommandError(
+            f"cannot write {path}: {exc.strerror or exc}. Check that the directory exists "
+            "and is writable."
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}.") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_entries(path: str, entries: Iterable[Entry]) -> None:
+    """Write a cassette atomically, one encoded line per entry."""
+    write_atomic(path, (encode_entry(entry) for entry in entries))
+
+
+class Progress:
+    """A one-line progress counter on stderr, for long work on big tapes.
+
+    Only shown when there are more than ``threshold`` items and the stream is a terminal,
+    so logs and pipes stay clean. The line is erased when the work is done.
+    """
+
+    __slots__ = ("_active", "_label", "_stream", "_total")
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        threshold: int = PROGRESS_THRESHOLD,
+    ) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._label = label
+        self._total = total
+        isatty = getattr(self._stream, "isatty", None)
+        self._active = total > threshold and callable(isatty) and bool(isatty())
+
+    def iter(self, items: Iterable[T]) -> Iterator[T]:
+        """Yield ``items``, updating the line every percent."""
+        if not self._active:
+            yield from items
+            return
+        step = max(1, self._total // 100)
+        try:
+            for done, item in enumerate(items):
+                if done % step == 0:
+                    self._show(done)
+                yield item
+        finally:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+    def _show(self, done: int) -> None:
+        percent = 100 * done // self._total
+        self._stream.write(f"\r{self._label}: {done:,}/{self._total:,} entries ({percent}%)")
+        self._stream.flush()
+
+
+def is_call(entry: Entry) -> bool:
+    """Whether ``entry`` is a boundary call (not session metadata)."""
+    return isinstance(entry, _CALL_TYPES)
+
+
+def as_call(entry: Entry) -> CallEntry | None:
+    """``entry`` as a boundary call, or ``None`` for session metadata."""
+    return entry if isinstance(entry, _CALL_TYPES) else None

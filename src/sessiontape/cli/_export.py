@@ -1,0 +1,282 @@
+"""Export a cassette as OpenTelemetry traces (OTLP/JSON), for Jaeger, Tempo, Honeycomb...
+
+The session is one trace: its id is the run id (or, if that is not 32 hex digits, derived
+from it), and a root span covers the whole session. Every boundary call is a span whose id
+is its seq in 16 hex digits and whose parent is the call it was made in (the root span for
+top-level calls). Span times are the recorded wall-clock times.
+
+Attributes: ``sessiontape.worker``, ``sessiontape.seq``, ``sessiontape.boundary``,
+``thread.name`` on every span; ``process.command_args`` and ``process.exit.code`` on process
+calls; ``gen_ai.operation.name`` (``invoke_agent``), ``gen_ai.system`` (the agent's name),
+``gen_ai.usage.input_tokens`` and ``gen_ai.usage.output_tokens`` on agent turns. A call that
+raised, timed out or could not start has an error status and an ``exception`` event; the
+session's crash is an error status and an ``exception`` event on the root span, and store
+snapshots are events on it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+
+from .._cassette import Recording, load
+from .._entries import (
+    AgentTurn,
+    Call,
+    CallEntry,
+    ErrorInfo,
+    ProcessCall,
+    StoreMutation,
+    StoreSnapshot,
+    boundary_of,
+)
+from .._version import __version__
+from ._common import (
+    Progress,
+    command_name,
+    recorded_duration,
+    write_atomic,
+)
+
+__all__ = ["SUMMARY", "add_arguments", "otlp_json", "run", "span_id", "trace_id"]
+
+SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces"
+
+# OTLP enums, as numbers in OTLP/JSON.
+_KIND_INTERNAL: Final = 1
+_KIND_CLIENT: Final = 3
+_STATUS_ERROR: Final = 2
+
+_HEX32: Final = re.compile(r"[0-9a-fA-F]{32}")
+# Recorded data put into a string attribute (the outcome) is cut at this length.
+_MAX_ATTRIBUTE: Final = 4096
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``export`` options."""
+    parser.add_argument("path", metavar="PATH", help="the cassette to export")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="OUT.json", help="where to write the traces"
+    )
+    parser.add_argument(
+        "--format", choices=["otlp"], default="otlp", help="the output format (default: otlp)"
+    )
+
+
+def _value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}  # int64 is a string in OTLP/JSON
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _attributes(pairs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"key": key, "value": _value(value)} for key, value in pairs.items() if value is not None
+    ]
+
+
+def trace_id(run_id: str) -> str:
+    """The trace id of a run: its id when that is 32 hex digits (a uuid4), else a digest."""
+    if _HEX32.fullmatch(run_id):
+        return run_id.lower()
+    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+
+def span_id(seq: int) -> str:
+    """The span id of the call with this seq."""
+    return f"{seq:016x}"
+
+
+def _root_span_id(run_id: str) -> str:
+    # Not derived from seq 0: an all-zero span id is invalid in OpenTelemetry.
+    return hashlib.sha256(f"{run_id}:session".encode()).hexdigest()[:16]
+
+
+def _exception(info: ErrorInfo, when: int) -> dict[str, Any]:
+    """An OpenTelemetry ``exception`` span event."""
+    attributes = {
+        "exception.type": info.type,
+        "exception.message": info.message,
+        "exception.stacktrace": info.traceback,
+    }
+    return {"timeUnixNano": str(when), "name": "exception", "attributes": _attributes(attributes)}
+
+
+def _call_span(call: CallEntry, parent_id: str, trace: str) -> dict[str, Any]:
+    boundary = boundary_of(call)
+    attributes: dict[str, Any] = {
+        "sessiontape.worker": call.worker,
+        "sessiontape.seq": call.seq,
+        "sessiontape.boundary": boundary,
+        "thread.name": call.thread,
+    }
+    error: ErrorInfo | None
+    status_message: str | None = None
+    kind = _KIND_CLIENT
+    if isinstance(call, ProcessCall):
+        name = command_name(call.argv)
+        attributes["process.command_args"] = list(call.argv)
+        attributes["process.exit.code"] = call.returncode
+        error = call.spawn_error
+        if call.timed_out:
+            status_message = f"timed out after {call.timeout}s"
+    elif isinstance(call, AgentTurn):
+        name = f"invoke_agent {call.agent}"
+        usage = call.usage
+        attributes |= {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.system": call.agent,
+            "gen_ai.agent.name": call.agent,
+            "sessiontape.method": call.method,
+            "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+            "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+            "sessiontape.cost_usd": usage.cost_usd if usage else None,
+        }
+        error = call.error
+    elif isinstance(call, StoreMutation):
+        name = f"{call.store}.{call.operation}"
+        attributes |= {"sessiontape.store": call.store, "sessiontape.method": call.operation}
+        error = call.error
+        kind = _KIND_INTERNAL
+    else:
+        assert isinstance(call, Call)
+        name = f"{call.boundary}.{call.method}"
+        attributes |= {"sessiontape.method": call.method, "sessiontape.mode": call.mode}
+        error = call.error
+        kind = _KIND_INTERNAL if call.mode == "verify" else _KIND_CLIENT
+    end = call.ts_ns + call.duration_ns
+    span: dict[str, Any] = {
+        "traceId": trace,
+        "spanId": span_id(call.seq),
+        "parentSpanId": parent_id,
+        "name": name,
+        "kind": kind,
+        "startTimeUnixNano": str(call.ts_ns),
+        "endTimeUnixNano": str(end),
+        "attributes": _attributes(attributes),
+    }
+    if error is not None:
+        status_message = f"{error.type}: {error.message}"
+        span["events"] = [_exception(error, end)]
+    if status_message is not None:
+        span["status"] = {"code": _STATUS_ERROR, "message": status_message}
+    return span
+
+
+def _root_span(recording: Recording, trace: str) -> dict[str, Any]:
+    header = recording.header
+    end = header.ts_ns + recorded_duration(recording)
+    events = [
+        {
+            "timeUnixNano": str(entry.ts_ns),
+            "name": "sessiontape.store_snapshot",
+            "attributes": _attributes(
+                {"sessiontape.store": entry.store, "sessiontape.seq": entry.seq}
+            ),
+        }
+        for entry in recording.entries
+        if isinstance(entry, StoreSnapshot)
+    ]
+    outcome = None
+    if recording.end is not None:
+        outcome = json.dumps(recording.end.outcome, ensure_ascii=False)[:_MAX_ATTRIBUTE]
+    span: dict[str, Any] = {
+        "traceId": trace,
+        "spanId": _root_span_id(header.run_id),
+        "name": f"session {header.entrypoint or header.run_id}",
+        "kind": _KIND_INTERNAL,
+        "startTimeUnixNano": str(header.ts_ns),
+        "endTimeUnixNano": str(end),
+        "attributes": _attributes(
+            {
+                "sessiontape.run_id": header.run_id,
+                "sessiontape.seq": header.seq,
+                "sessiontape.level": header.level,
+                "sessiontape.outcome": outcome,
+                "thread.name": header.thread,
+            }
+        ),
+    }
+    error = recording.error
+    if error is not None:
+        events.append(
+            _exception(
+                ErrorInfo(type=error.type, message=error.message, traceback=error.traceback),
+                error.ts_ns,
+            )
+        )
+        span["status"] = {"code": _STATUS_ERROR, "message": f"{error.type}: {error.message}"}
+    elif recording.crashed:
+        span["status"] = {
+            "code": _STATUS_ERROR,
+            "message": "the session did not end (no session_end)",
+        }
+    if events:
+        span["events"] = events
+    return span
+
+
+def _spans(recording: Recording) -> Iterator[dict[str, Any]]:
+    """The root span, then one span per boundary call in seq order."""
+    header = recording.header
+    trace = trace_id(header.run_id)
+    root_id = _root_span_id(header.run_id)
+    calls = {call.seq for call in recording.calls}
+    yield _root_span(recording, trace)
+    for call in Progress("export", len(recording.calls)).iter(recording.calls):
+        parent = call.parent
+        parent_id = span_id(parent) if parent is not None and parent in calls else root_id
+        yield _call_span(call, parent_id, trace)
+
+
+def _resource(recording: Recording) -> dict[str, Any]:
+    header = recording.header
+    entrypoint = (header.entrypoint or "").split()
+    attributes = {
+        "service.name": entrypoint[0] if entrypoint else "unknown_service",
+        "service.version": header.app_version,
+        "host.name": header.host or None,
+        "os.description": header.platform or None,
+        "process.runtime.name": "python",
+        "process.runtime.version": header.python or None,
+        "sessiontape.run_id": header.run_id,
+    }
+    return {"attributes": _attributes(attributes)}
+
+
+def otlp_json(recording: Recording) -> Iterator[bytes]:
+    """The recording as an OTLP/JSON ``ExportTraceServiceRequest``, in chunks.
+
+    One resource, one scope, every span. Spans are encoded one at a time, so a tape of
+    hundreds of thousands of calls never exists as one document in memory.
+    """
+    encode = msgspec.json.encode
+    scope = {"name": "sessiontape", "version": __version__}
+    yield b'{"resourceSpans":[{"resource":%s,"scopeSpans":[{"scope":%s,"spans":[' % (
+        encode(_resource(recording)),
+        encode(scope),
+    )
+    for index, span in enumerate(_spans(recording)):
+        yield encode(span) if index == 0 else b"," + encode(span)
+    yield b"]}]}]}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sessiontape export``."""
+    recording = load(args.path)
+    write_atomic(args.output, otlp_json(recording))
+    spans = 1 + len(recording.calls)
+    print(f"wrote {args.output}: {spans} spans in trace {trace_id(recording.header.run_id)}.")
+    return 0

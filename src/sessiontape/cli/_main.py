@@ -1,0 +1,156 @@
+"""The ``sessiontape`` command: argument parsing, dispatch to a subcommand, exit codes.
+
+Exit codes: 0 all is well; 1 a finding (``validate`` found an error, ``diff`` found a
+divergence); 2 a usage error or input that cannot be read or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol
+
+from .._errors import SessiontapeError
+from .._version import __version__
+from . import _diff, _export, _report_html, _scrub, _show, _slice, _stats, _validate
+
+__all__ = ["build_parser", "main"]
+
+PROG: Final = "sessiontape"
+
+
+class _Command(Protocol):
+    """What a subcommand module provides; its docstring is the command's description."""
+
+    @property
+    def SUMMARY(self) -> str:
+        """One line for the command list of ``sessiontape --help``."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+_COMMANDS: Final[dict[str, _Command]] = {
+    "show": _show,
+    "stats": _stats,
+    "diff": _diff,
+    "validate": _validate,
+    "scrub": _scrub,
+    "slice": _slice,
+    "report": _report_html,
+    "export": _export,
+}
+
+_DEMO_MODULE: Final = f"{__package__}._demo"
+_DEMO_SUMMARY: Final = (
+    "record a real multi-worker session of the bundled example orchestrator and replay it"
+)
+
+
+def _add_demo(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], wanted: bool
+) -> None:
+    """Register ``demo``, importing its module only when ``demo`` is the command run.
+
+    The demo pulls in the example orchestrator; the other subcommands should not pay for it.
+    """
+    parser = subparsers.add_parser("demo", help=_DEMO_SUMMARY, description=_DEMO_SUMMARY)
+    run: Callable[[argparse.Namespace], int] = _demo_missing
+    if wanted:
+        try:
+            from . import _demo  # type: ignore[attr-defined, unused-ignore]
+        except ImportError as exc:
+            # Only the demo module itself being absent means "not in this build"; an import
+            # error inside it is a bug that must show.
+            if exc.name != _DEMO_MODULE:
+                raise
+        else:
+            _demo.add_demo_arguments(parser)
+            run = _demo.run_demo
+    parser.set_defaults(run=run)
+
+
+def _demo_missing(args: argparse.Namespace) -> int:
+    print(f"{PROG}: error: demo is not available in this build.", file=sys.stderr)
+    return 2
+
+
+def build_parser(*, demo: bool = False) -> argparse.ArgumentParser:
+    """The argument parser; ``demo`` imports the demo's own arguments."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Look into sessiontape cassettes: timelines, statistics, differences, "
+        "validation, scrubbing, slicing, HTML reports and OpenTelemetry export.",
+        epilog="Exit codes: 0 ok, 1 a finding (validate failed, diff found a divergence), "
+        "2 a usage error or unreadable input.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    _add_demo(subparsers, demo)
+    for name, module in _COMMANDS.items():
+        sub = subparsers.add_parser(
+            name,
+            help=module.SUMMARY,
+            description=_plain(inspect.getdoc(module) or module.SUMMARY),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def _plain(docstring: str) -> str:
+    """A module docstring as help text: paragraphs refilled, without reST literal quotes."""
+    paragraphs = docstring.replace("``", "").split("\n\n")
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width=88) for p in paragraphs)
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first argument that is not an option)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sessiontape`` command with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit code instead of exiting, so it can be called from Python and tests.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(demo=_command_of(args_list) == "demo")
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: name a command; see '{PROG} --help'.", file=sys.stderr)
+        return 2
+    # A loaded tape is millions of objects without cycles; the cyclic collector would scan
+    # them again and again as the command allocates (half the run time on a 250k-entry tape).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return run(args)
+    except SessiontapeError as exc:
+        # CassetteError and CommandError messages already say where and what to do.
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted.", file=sys.stderr)
+        return 130  # what a shell reports for a process ended by SIGINT
+    except BrokenPipeError:
+        # The reader stopped reading (`sessiontape show x | head`): not an error of ours.
+        # Point stdout at devnull so that flushing it at exit raises nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    finally:
+        if gc_was_enabled:
+            gc.enable()

@@ -1,0 +1,116 @@
+"""Print a cassette's timeline, one line per entry: the five W's of every event.
+
+Each line gives the time since the session started, the seq, the worker, the thread and
+what happened. A call made inside another one (the process an agent turn spawned) is
+indented under it and names its parent's seq: ``↳12``. A tape that crashed says so at
+the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from .._cassette import Recording, load
+from .._entries import Entry, boundary_of
+from ._common import (
+    KINDS,
+    CallTree,
+    format_relative,
+    kind_of,
+    non_negative_int,
+    positive_int,
+    relative_ns,
+    seq_ranges,
+    what,
+)
+
+__all__ = ["SUMMARY", "add_arguments", "crash_note", "run"]
+
+SUMMARY: Final = "print the timeline of a cassette, one line per entry"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``show`` options."""
+    parser.add_argument("path", metavar="PATH", help="the cassette to show")
+    parser.add_argument(
+        "--worker", action="append", metavar="W", help="only this worker's entries (repeatable)"
+    )
+    parser.add_argument(
+        "--boundary",
+        action="append",
+        metavar="B",
+        help="only calls through this boundary: process, agent, store or a custom one (repeatable)",
+    )
+    parser.add_argument(
+        "--kind", action="append", choices=KINDS, help="only entries of this kind (repeatable)"
+    )
+    parser.add_argument("--from-seq", type=non_negative_int, metavar="N", help="start at seq N")
+    parser.add_argument("--to-seq", type=non_negative_int, metavar="N", help="stop after seq N")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="print at most N entries")
+
+
+def _selected(entry: Entry, args: argparse.Namespace) -> bool:
+    if args.from_seq is not None and entry.seq < args.from_seq:
+        return False
+    if args.to_seq is not None and entry.seq > args.to_seq:
+        return False
+    if args.worker and entry.worker not in args.worker:
+        return False
+    if args.kind and kind_of(entry) not in args.kind:
+        return False
+    return not args.boundary or boundary_of(entry) in args.boundary
+
+
+def crash_note(recording: Recording) -> list[str]:
+    """Lines saying how a tape ended abnormally (nothing for a session that ended)."""
+    notes: list[str] = []
+    if recording.torn:
+        notes.append("the last line was torn (the recorder stopped mid-write) and was skipped.")
+    if recording.crashed:
+        note = "no session_end: the session crashed, or the tape was cut by 'sessiontape slice'"
+        if recording.missing_seqs:
+            count = len(recording.missing_seqs)
+            note += f"; {count} seq(s) missing: {seq_ranges(recording.missing_seqs)}"
+        notes.append(note + ".")
+    return notes
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sessiontape show``."""
+    recording = load(args.path)
+    tree = CallTree(recording.entries)
+    rows: list[tuple[str, str, str, str, str]] = []
+    matched = 0
+    for entry in recording.entries:
+        if not _selected(entry, args):
+            continue
+        matched += 1
+        if args.limit is not None and len(rows) >= args.limit:
+            continue
+        depth = tree.depth[entry.seq]
+        nesting = "  " * depth + (f"↳{entry.parent} " if entry.parent is not None else "")
+        rows.append(
+            (
+                format_relative(relative_ns(entry, recording)),
+                str(entry.seq),
+                entry.worker,
+                entry.thread,
+                nesting + what(entry),
+            )
+        )
+    if rows:
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        for when, seq, worker, thread, text in rows:
+            print(
+                f"{when:>{widths[0]}}  {seq:>{widths[1]}}  {worker:<{widths[2]}}  "
+                f"{thread:<{widths[3]}}  {text}"
+            )
+    else:
+        workers = ", ".join(recording.worker_ids()) or "none"
+        print(f"no entry matches the filters (workers with calls in this tape: {workers}).")
+    if matched > len(rows):
+        print(f"... {matched - len(rows)} more entries; raise --limit to see them.")
+    for note in crash_note(recording):
+        print(f"-- {note}")
+    return 0

@@ -1,0 +1,234 @@
+"""Check cassettes for what makes them wrong, unsafe or not fully replayable.
+
+Errors (exit code 1): seqs missing from a session that ended (lines were lost), a parent
+link to a seq that is absent, not a boundary call or not lower than its child's, a value
+that still holds a secret. Warnings: a session that crashed (its missing seqs are the calls
+still open then), a torn last line, wall-clock time going back on a thread, payloads kept
+only as digests, a recording level other than ``full`` (only ``full`` tapes replay).
+A file that cannot be read at all gives exit code 2. The header's format version is
+checked when the file is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Final
+
+import msgspec
+
+from .._cassette import Recording, load
+from .._describe import format_ms
+from .._entries import Blob, Entry, ProcessCall
+from .._errors import CassetteError
+from .._scrub import Scrubber
+from ._common import Progress, is_call, kind_of, plural, seq_ranges
+from ._scrub import scrub_entry
+
+__all__ = ["SUMMARY", "Finding", "add_arguments", "check", "run"]
+
+SUMMARY: Final = "check cassettes: seqs, parent links, clocks, secrets, replayability"
+
+ERROR: Final = "error"
+WARNING: Final = "warning"
+
+# Truncated payloads named in the warning; the rest are counted.
+_SHOWN_PAYLOADS: Final = 5
+# Secret values named per entry; the rest are counted.
+_SHOWN_SECRETS: Final = 10
+
+_MARK: Final = re.compile(r"\[REDACTED(?::([\w-]+))?\]")
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One problem found in a cassette, at an entry (``seq``) or in the whole tape."""
+
+    severity: str
+    message: str
+    seq: int | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``validate`` options."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="the cassettes to check")
+    parser.add_argument(
+        "--no-secrets-check",
+        action="store_true",
+        help="skip looking for unredacted secrets (the slowest check)",
+    )
+
+
+def _seqs_are(seqs: list[int]) -> str:
+    return f"seq {seqs[0]} is" if len(seqs) == 1 else f"seqs {seq_ranges(seqs)} are"
+
+
+def _tape_findings(recording: Recording) -> list[Finding]:
+    found: list[Finding] = []
+    header = recording.header
+    if header.level != "full":
+        found.append(
+            Finding(
+                WARNING,
+                f"recorded at level {header.level!r}, which keeps no payloads: the tape can "
+                "be read but not replayed. Record with level='full' to replay it.",
+            )
+        )
+    if recording.torn:
+        found.append(
+            Finding(
+                WARNING,
+                "the last line is torn (the recorder stopped mid-write); it was skipped.",
+            )
+        )
+    missing = recording.missing_seqs
+    if recording.crashed:
+        found.append(
+            Finding(
+                WARNING,
+                "no session_end: the session crashed, or the tape was cut by 'sessiontape "
+                "slice'; it replays up to where it stops.",
+            )
+        )
+        if missing:
+            found.append(
+                Finding(
+                    WARNING,
+                    f"{_seqs_are(missing)} missing: calls still open when the "
+                    "session stopped, or entries cut out of a slice.",
+                )
+            )
+    elif missing:
+        found.append(
+            Finding(
+                ERROR,
+                f"{_seqs_are(missing)} missing from a session that ended: lines "
+                "were lost or deleted. Re-record the session, or restore the file.",
+            )
+        )
+    return found
+
+
+def _parent_finding(entry: Entry, recording: Recording, missing: set[int]) -> Finding | None:
+    parent = entry.parent
+    if parent is None:
+        return None
+    if parent >= entry.seq:
+        return Finding(
+            ERROR,
+            f"parent {parent} is not lower than the entry's own seq; a call's parent opens "
+            "before it, so the file was edited or merged. Re-record the session.",
+            entry.seq,
+        )
+    target = recording.by_seq(parent)
+    if target is None:
+        if recording.crashed and parent in missing:
+            return None  # the parent call was still open at the crash: already reported
+        return Finding(
+            ERROR,
+            f"parent {parent} is not in the cassette; replay cannot tell that this call "
+            "was made inside it. Re-record the session, or restore the lost line.",
+            entry.seq,
+        )
+    if not is_call(target):
+        return Finding(
+            ERROR,
+            f"parent {parent} is a {kind_of(target)} entry, not a boundary call; the file "
+            "was edited. Re-record the session.",
+            entry.seq,
+        )
+    return None
+
+
+def _secret_findings(entry: Entry, scrubber: Scrubber) -> list[Finding]:
+    scrubbed = scrub_entry(entry, scrubber, limit=_SHOWN_SECRETS)
+    found: list[Finding] = []
+    for change in scrubbed.changes:
+        before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
+        after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
+        kinds = sorted({kind or "secret name" for kind in after if kind not in before})
+        what = f" ({', '.join(kinds)})" if kinds else ""
+        found.append(
+            Finding(
+                ERROR,
+                f"{change.path} holds a secret{what}. Run 'sessiontape scrub' on the "
+                "cassette and rotate the secret.",
+                entry.seq,
+            )
+        )
+    if scrubbed.changed > len(scrubbed.changes):
+        more = scrubbed.changed - len(scrubbed.changes)
+        found.append(Finding(ERROR, f"... and {more} more value(s) hold secrets.", entry.seq))
+    return found
+
+
+def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
+    """Every finding for a loaded cassette: the tape's own first, then entry by entry."""
+    found = _tape_findings(recording)
+    missing = set(recording.missing_seqs)
+    scrubber = Scrubber(None)
+    last_ts: dict[str, tuple[int, int]] = {}
+    clock_warned: set[str] = set()
+    truncated: list[str] = []
+    full = recording.header.level == "full"
+    for entry in Progress("validate", len(recording.entries)).iter(recording.entries):
+        parent = _parent_finding(entry, recording, missing)
+        if parent is not None:
+            found.append(parent)
+        previous = last_ts.get(entry.thread)
+        if previous is not None and entry.ts_ns < previous[1] and entry.thread not in clock_warned:
+            clock_warned.add(entry.thread)  # once per thread: one clock step is one finding
+            found.append(
+                Finding(
+                    WARNING,
+                    f"wall-clock time goes back {format_ms(previous[1] - entry.ts_ns)} from "
+                    f"seq {previous[0]} on thread {entry.thread!r}: the system clock was "
+                    "set back, or the file was edited.",
+                    entry.seq,
+                )
+            )
+        last_ts[entry.thread] = (entry.seq, entry.ts_ns)
+        if full and isinstance(entry, ProcessCall):
+            for field in ("input", "stdout", "stderr"):
+                payload = getattr(entry, field)
+                if isinstance(payload, Blob) and payload.truncated:
+                    truncated.append(f"seq {entry.seq} {field}")
+        if secrets:
+            found += _secret_findings(entry, scrubber)
+    if truncated:
+        shown = ", ".join(truncated[:_SHOWN_PAYLOADS])
+        if len(truncated) > _SHOWN_PAYLOADS:
+            shown += f" and {len(truncated) - _SHOWN_PAYLOADS} more"
+        found.append(
+            Finding(
+                WARNING,
+                f"{len(truncated)} payload(s) are kept only as digests ({shown}): replaying "
+                "those calls fails. Re-record with a larger max_inline_bytes to keep them.",
+            )
+        )
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sessiontape validate``."""
+    status = 0
+    for path in args.paths:
+        try:
+            recording = load(path)
+        except CassetteError as exc:
+            print(f"sessiontape: error: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        findings = check(recording, secrets=not args.no_secrets_check)
+        for finding in findings:
+            where = f"seq {finding.seq}: " if finding.seq is not None else ""
+            print(f"{path}: {where}{finding.severity}: {finding.message}")
+        errors = sum(1 for f in findings if f.severity == ERROR)
+        warnings = len(findings) - errors
+        counts = [plural(n, word) for n, word in ((errors, "error"), (warnings, "warning")) if n]
+        verdict = "invalid" if errors else "valid"
+        details = ", ".join([*counts, plural(len(recording), "entry", "entries")])
+        print(f"{path}: {verdict} ({details})")
+        if errors:
+            status = max(status, 1)
+    return status

@@ -1,0 +1,1 @@
+"""Tests of the ``sessiontape`` command line (a package, so basenames may repeat tests/)."""

@@ -1,0 +1,150 @@
+"""``sessiontape show``: the timeline, its filters, crashed tapes and unreadable input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sessiontape
+
+if TYPE_CHECKING:
+    from .conftest import Cli, Recorder
+
+
+def _start_line(path: Path, time: str = "+0.000s", seq_width: int = 2) -> str:
+    header = sessiontape.load(path).header
+    return (
+        f"{time}  {0:>{seq_width}}  main      MainThread  session start: run {header.run_id} of "
+        f"app run (level full, recorded {header.recorded_at})"
+    )
+
+
+TIMELINE = [
+    "+0.000s   1  main      MainThread  snapshot of store (2 item(s))",
+    "+0.000s   2  worker-1  MainThread  store.claim('t1', 'worker-1') -> "
+    "{'id': 't1', 'state': 'worker-1'}",
+    "+0.001s   3  worker-1  MainThread  process: git -C /srv/repo checkout -b task/t1 -> "
+    "exit 0 (2.0ms)",
+    "+0.003s   4  worker-1  MainThread  agent.execute({'task': 't1'}) -> {'state': 'done', "
+    "'usage': {'...ens': 20, 'cost_usd': 0.01}} (10.0ms)",
+    "+0.006s   5  worker-1  MainThread    ↳4 process: claude -p 'work on t1' -> exit 0 (2.0ms)",
+    "+0.013s   6  worker-1  MainThread  process: git merge task/t1 -> exit 0 (2.0ms)",
+    "+0.015s   7  worker-1  MainThread  store.complete('t1', 'abc123') -> "
+    "{'id': 't1', 'state': 'done', 'commit': 'abc123'}",
+    "+0.016s   8  worker-2  MainThread  store.claim('t2', 'worker-2') -> "
+    "{'id': 't2', 'state': 'worker-2'}",
+    "+0.017s   9  worker-2  MainThread  process: git -C /srv/repo checkout -b task/t2 -> "
+    "exit 0 (2.0ms)",
+    "+0.019s  10  worker-2  MainThread  agent.execute({'task': 't2'}) -> {'state': 'done', "
+    "'usage': {'...ens': 20, 'cost_usd': 0.01}} (10.0ms)",
+    "+0.022s  11  worker-2  MainThread    ↳10 process: claude -p 'work on t2' -> exit 0 (2.0ms)",
+    "+0.029s  12  worker-2  MainThread  process: git merge task/t2 -> exit 0 (2.0ms)",
+    "+0.031s  13  worker-2  MainThread  store.complete('t2', 'abc123') -> "
+    "{'id': 't2', 'state': 'done', 'commit': 'abc123'}",
+    "+0.033s  14  main      MainThread  session end: {'done': 2} after 33.0ms",
+]
+
+
+def test_show_prints_one_line_per_entry_with_the_five_ws(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette)
+    assert result.code == 0
+    assert result.err == ""
+    assert result.lines == [_start_line(cassette), *TIMELINE]
+
+
+def test_show_filters_by_worker_and_kind(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--worker", "worker-2", "--kind", "process")
+    assert result.code == 0
+    assert result.lines == [
+        "+0.017s   9  worker-2  MainThread  process: git -C /srv/repo checkout -b task/t2 -> "
+        "exit 0 (2.0ms)",
+        "+0.022s  11  worker-2  MainThread    ↳10 process: claude -p 'work on t2' -> "
+        "exit 0 (2.0ms)",
+        "+0.029s  12  worker-2  MainThread  process: git merge task/t2 -> exit 0 (2.0ms)",
+    ]
+
+
+def test_show_filters_by_boundary_and_seq_range(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--boundary", "agent", "--boundary", "store",
+                 "--from-seq", "3", "--to-seq", "8")  # fmt: skip
+    assert result.code == 0
+    assert [line.split()[1] for line in result.lines] == ["4", "7", "8"]
+
+
+def test_show_limit_says_how_many_entries_are_left(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--from-seq", "1", "--limit", "2")
+    assert result.code == 0
+    # Columns are as wide as the lines shown need.
+    assert result.lines == [
+        "+0.000s  1  main      MainThread  snapshot of store (2 item(s))",
+        "+0.000s  2  worker-1  MainThread  store.claim('t1', 'worker-1') -> "
+        "{'id': 't1', 'state': 'worker-1'}",
+        "... 12 more entries; raise --limit to see them.",
+    ]
+
+
+def test_show_says_when_no_entry_matches(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--worker", "worker-9")
+    assert result.code == 0
+    assert result.lines == [
+        "no entry matches the filters (workers with calls in this tape: worker-1, worker-2)."
+    ]
+
+
+def test_show_marks_a_crashed_tape_and_its_open_calls(cli: Cli, record_session: Recorder) -> None:
+    path = record_session(crash_after=1)
+    # Simulate a call still open at the crash: drop the agent turn's line (written last).
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if '"seq":4,' not in line))
+    result = cli("show", path, "--from-seq", "5")
+    assert result.code == 0
+    assert result.lines == [
+        "+0.006s  5  worker-1  MainThread  ↳4 process: claude -p 'work on t1' -> exit 0 (2.0ms)",
+        "+0.013s  6  worker-1  MainThread  process: git merge task/t1 -> exit 0 (2.0ms)",
+        "+0.015s  7  worker-1  MainThread  store.complete('t1', 'abc123') -> "
+        "{'id': 't1', 'state': 'done', 'commit': 'abc123'}",
+        "+0.016s  8  main      MainThread  error: RuntimeError: worker worker-2 lost its worktree",
+        "-- no session_end: the session crashed, or the tape was cut by 'sessiontape slice'; "
+        "1 seq(s) missing: 4.",
+    ]
+
+
+def test_show_marks_a_torn_last_line(cli: Cli, cassette: Path) -> None:
+    data = cassette.read_bytes()
+    cassette.write_bytes(data[: data.rindex(b"\n", 0, -1) + 1] + b'{"kind":"sess')
+    result = cli("show", cassette, "--from-seq", "13")
+    assert result.code == 0
+    assert result.lines == [
+        "+0.031s  13  worker-2  MainThread  store.complete('t2', 'abc123') -> "
+        "{'id': 't2', 'state': 'done', 'commit': 'abc123'}",
+        "-- the last line was torn (the recorder stopped mid-write) and was skipped.",
+        "-- no session_end: the session crashed, or the tape was cut by 'sessiontape slice'.",
+    ]
+
+
+def test_show_missing_file_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    result = cli("show", missing)
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err == (
+        f"sessiontape: error: {missing}: no such cassette. Record one first (pytest "
+        "--record-session, or sessiontape.record(...)), or check the path.\n"
+    )
+
+
+def test_show_corrupt_line_names_the_line(cli: Cli, cassette: Path) -> None:
+    lines = cassette.read_text().splitlines(keepends=True)
+    lines[3] = "{not json\n"
+    cassette.write_text("".join(lines))
+    result = cli("show", cassette)
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err.startswith(f"sessiontape: error: {cassette}:4: not valid JSON (")
+    assert result.err.endswith("Fix or delete the line, or re-record the cassette.\n")
+
+
+def test_show_rejects_a_bad_option_value(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--limit", "0")
+    assert result.code == 2
+    assert "argument --limit: give 1 or more" in result.err
