@@ -25,12 +25,16 @@ def sessiontape_replay(tape: ReplayTape, recording: Recording) -> Any:
     """Run the application against ``recording`` through ``tape`` (a replay tape).
 
     Wire the application as in production, using ``tape.process_runner()``,
-    ``tape.agent(...)``, ``tape.store(...)`` and ``tape.clock``, run it, and call
-    ``tape.finish(outcome)`` so the outcome is compared with the recorded one (when the
-    hook does not, leaving the replay finishes it without that comparison). If the
+    ``tape.agent(...)``, ``tape.store(...)`` and ``tape.clock``, and run it. If the
     application learns its directories only now, name them with ``tape.set_roots(...)``
-    before the first call. Return anything but ``None`` to say the cassette was handled;
-    the first implementation that does wins. ``pytest cassettes/`` calls this for every cassette.
+    before the first call.
+
+    Return ``None`` for a cassette that is not yours (the next implementation gets it);
+    anything else says it was handled, and the first implementation that handles it wins.
+    The outcome is compared with the recorded one when the hook calls
+    ``tape.finish(outcome)``, or when it returns the outcome (not ``True``) and the
+    recording has one. A hook that lets an exception out has handled the cassette too:
+    if it is the recorded crash, the replay passes. ``pytest cassettes/`` calls this for every cassette.
     """
 
 
