@@ -34,7 +34,8 @@ def sessiontape_replay(tape: ReplayTape, recording: Recording) -> Any:
     The outcome is compared with the recorded one when the hook calls
     ``tape.finish(outcome)``, or when it returns the outcome (not ``True``) and the
     recording has one. A hook that lets an exception out has handled the cassette too:
-    if it is the recorded crash, the replay passes. ``pytest cassettes/`` calls this for every cassette.
+    if it is the recorded crash, the replay passes. ``pytest cassettes/`` calls this for
+    every cassette.
     """
 
 
