@@ -30,9 +30,7 @@ def corpus(pytester: pytest.Pytester) -> Path:
 def _alter_commit_message(path: Path) -> ProcessCall:
     """Change the message of one recorded ``git commit``; return the entry altered."""
     recording = sessiontape.load(path)
-    commits = [
-        e for e in recording.calls if isinstance(e, ProcessCall) and "commit" in e.argv
-    ]
+    commits = [e for e in recording.calls if isinstance(e, ProcessCall) and "commit" in e.argv]
     victim = commits[-1]
     lines = path.read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
