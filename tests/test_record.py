@@ -326,6 +326,7 @@ def test_force_moves_old_cassette_aside(tmp_path: Path) -> None:
         second_run = tape.run_id  # type: ignore[attr-defined]
     olds = list(tmp_path.glob("c.jsonl.old.*"))
     assert len(olds) == 1
+    assert tape.moved_to == olds[0]  # type: ignore[attr-defined]
     assert sessiontape.load(olds[0]).header.run_id == first_run
     assert sessiontape.load(path).header.run_id == second_run
 

@@ -116,6 +116,8 @@ class RecordTape(Tape):
         self._finished = False
         self._started_mono = _mono_ns()
         self.run_id = uuid.uuid4().hex
+        #: Where ``if_exists="force"`` moved the previous cassette, if there was one.
+        self.moved_to: Path | None = None
         first_seq = 0
         append = False
         if self.path.exists():
@@ -149,8 +151,6 @@ class RecordTape(Tape):
                     roots=self.roots.as_dict(),
                 )
             )
-
-    moved_to: Path | None = None
 
     def _resume(self) -> tuple[int, str]:
         """Prepare to append: drop a torn tail, return the next seq and the run id."""
