@@ -168,6 +168,8 @@ class _Sequencer:
         index = self._index.get(seq)
         if index is None or self.broken:
             return None
+        if self._cursor >= index:  # its turn already (the cursor only moves forward)
+            return None
         with self._cond:
             ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
             if not ok:
@@ -242,13 +244,22 @@ class ReplayTape(Tape):
             if parent is not None and (parent in substituted or parent in hidden):
                 hidden.add(entry.seq)
                 continue
-            boundary = boundary_of(entry)
-            assert boundary is not None
-            if _is_substitute(entry):
+            kind = type(entry)
+            # The presets by exact type first: this loop runs over every call of the tape.
+            if kind is ProcessCall or kind is AgentTurn:
+                boundary = BOUNDARY_PROCESS if kind is ProcessCall else BOUNDARY_AGENT
                 substituted.add(entry.seq)
+            elif kind is StoreMutation:
+                boundary = BOUNDARY_STORE
+                verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
             else:
-                key = entry.store if isinstance(entry, StoreMutation) else boundary
-                verify_order.setdefault(key, []).append(entry.seq)
+                boundary = boundary_of(entry)  # type: ignore[assignment]
+                assert boundary is not None
+                if _is_substitute(entry):
+                    substituted.add(entry.seq)
+                else:
+                    key = entry.store if isinstance(entry, StoreMutation) else boundary
+                    verify_order.setdefault(key, []).append(entry.seq)
             key2 = (boundary, entry.worker)
             queue = queues.get(key2)
             if queue is None:
@@ -262,6 +273,7 @@ class ReplayTape(Tape):
         }
         self._last_seq = {key: q[-1].seq for key, q in queues.items()}
         self._wired: set[str] = set()
+        self._cwd_forms: tuple[Scrubber, dict[str, str]] = (self.scrubber, {})
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -347,6 +359,8 @@ class ReplayTape(Tape):
         )
 
     def _data(self, value: Any) -> Any:
+        if not value and (type(value) is dict or type(value) is list):
+            return type(value)()  # no kwargs, no args: what the scrub below would give
         try:
             return self.scrubber.data(to_data(value))
         except Unencodable:
@@ -526,14 +540,15 @@ class ReplayTape(Tape):
         if queue:
             head = queue[0]
             assert isinstance(head, ProcessCall)
-            # Fast path: identical request, nothing to normalise.
+            # Fast path: identical request, nothing to normalise but the working
+            # directory (today's path under a root), whose placeholder form is cached.
             if (
                 env is None
                 and input is None
                 and head.env is None
                 and head.input is None
-                and head.cwd == cwd
                 and head.argv == argv
+                and (head.cwd == cwd or (type(cwd) is str and head.cwd == self._cwd_form(cwd)))
             ):
                 queue.popleft()
                 self._position[head.worker] = head.seq
@@ -546,6 +561,19 @@ class ReplayTape(Tape):
         if entry is not None:
             self._clock.advance_to(entry.ts_ns, entry.mono_ns)
         return entry  # type: ignore[return-value]
+
+    def _cwd_form(self, cwd: str) -> str:
+        """``cwd`` as the recorder writes it (roots as placeholders), cached: an
+        application runs many calls in few directories."""
+        scrubber, cache = self._cwd_forms
+        if scrubber is not self.scrubber:  # set_roots() gave a new one
+            scrubber, cache = self._cwd_forms = (self.scrubber, {})
+        form = cache.get(cwd)
+        if form is None:
+            if len(cache) >= 4096:
+                cache.clear()
+            form = cache[cwd] = scrubber.path(cwd)
+        return form
 
     def answer_process(self, entry: ProcessCall, argv: Sequence[str], text: bool) -> ProcessResult:
         """The recorded outcome of a process call: its result, or the recorded error."""

@@ -608,14 +608,32 @@ class PathRoots:
         return f"PathRoots({self._roots!r})"
 
 
+#: Types that hold no text: returned as they are by the walks over JSON-like data.
+_LEAF_TYPES: Final = frozenset({int, float, bool, type(None)})
+
+
 def expand_data(obj: Any, roots: PathRoots) -> Any:
     """JSON-like ``obj`` with placeholders expanded in every string, dict keys included."""
     if isinstance(obj, str):
         return roots.expand(obj)
+    # Replay calls this on every agent result: leaves with nothing to expand (numbers, text
+    # without a "{") are kept inline rather than through a call each.
     if isinstance(obj, dict):
-        return {expand_data(k, roots): expand_data(v, roots) for k, v in obj.items()}
+        return {
+            (k if type(k) is str and "{" not in k else expand_data(k, roots)): (
+                v
+                if (type(v) is str and "{" not in v) or type(v) in _LEAF_TYPES
+                else expand_data(v, roots)
+            )
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
-        return [expand_data(v, roots) for v in obj]
+        return [
+            v
+            if (type(v) is str and "{" not in v) or type(v) in _LEAF_TYPES
+            else expand_data(v, roots)
+            for v in obj
+        ]
     if isinstance(obj, tuple):
         return tuple(expand_data(v, roots) for v in obj)
     return obj
@@ -751,18 +769,34 @@ class Scrubber:
         """
         if isinstance(obj, str):
             return self.text(obj)
+        # Replay scrubs every agent and store request and result: plain text and numbers
+        # are handled inline rather than through a recursive call each.
+        text = self.text
         if isinstance(obj, dict):
             out: dict[Any, Any] = {}
+            redact = self._redact
+            memo = self._memo  # text()'s own memo, looked up here to save the call on a hit
             for key, value in obj.items():
                 if isinstance(key, str):
-                    if self._redact and is_secret_name(key):
-                        out[self.text(key)] = _redact_all(value)
+                    if redact and is_secret_name(key):
+                        out[text(key)] = _redact_all(value)
                         continue
-                    key = self.text(key)
-                out[key] = self.data(value)
+                    done = memo.get(key) if len(key) <= _MEMO_MAX_CHARS else None
+                    key = text(key) if done is None else done
+                kind = type(value)
+                if kind is str:
+                    done = memo.get(value) if len(value) <= _MEMO_MAX_CHARS else None
+                    out[key] = text(value) if done is None else done
+                elif kind in _LEAF_TYPES:
+                    out[key] = value
+                else:
+                    out[key] = self.data(value)
             return out
         if isinstance(obj, list):
-            return [self.data(v) for v in obj]
+            return [
+                text(v) if type(v) is str else v if type(v) in _LEAF_TYPES else self.data(v)
+                for v in obj
+            ]
         if isinstance(obj, tuple):
             return tuple(self.data(v) for v in obj)
         return obj

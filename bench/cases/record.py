@@ -1,0 +1,233 @@
+"""Figure 4: recording overhead per call, and on the example orchestrator's whole run.
+
+Per call: a ``RecordTape`` (levels ``full`` and ``standard``) wrapping a trivial inner
+runner that returns a prebuilt :class:`~sessiontape.ProcessResult`, against that inner
+runner called directly. The requests are the ones of figure 1 (``git`` with a ``cwd``
+under the repository root, outputs up to a few kilobytes); every entry is really encoded
+and written to a cassette on disk.
+
+The orchestrator: the bundled gardener (``sessiontape.examples.gardener``, scenario
+``full``, 3 worker threads, its real SQLite backlog and scripted agent) with a fake git
+runner, run recorded at level ``full`` (tape set up, every process call, agent turn and
+store mutation written, tape finished) and not recorded (``sessiontape.record(None)``:
+the same wiring, nothing wrapped). Twice: waiting on ``tape.clock`` as the shipped wiring
+does (its back-offs really sleep: the run as it is), and with sleeps that return at once
+(only CPU work left: the worst case for a relative overhead).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sessiontape
+from sessiontape import ProcessResult
+
+from .common import median, now_ns, per_call_ns
+from .replay_call import requests_for
+
+__all__ = ["FakeRunner", "run"]
+
+
+class FakeRunner:
+    """An inner runner that only hands back prebuilt results, in order."""
+
+    def __init__(self, results: list[ProcessResult] | None = None) -> None:
+        self._results = results or []
+        self._next = 0
+
+    def run(
+        self,
+        argv: Any,
+        *,
+        cwd: Any = None,
+        env: Any = None,
+        input: Any = None,
+        timeout: Any = None,
+        text: bool = False,
+    ) -> ProcessResult:
+        results = self._results
+        if not results:
+            return ProcessResult(argv, 0, "" if text else b"", "" if text else b"")
+        result = results[self._next % len(results)]
+        self._next += 1
+        return result
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+class _InstantClock:
+    """A clock whose sleeps return at once: the orchestrator's back-offs cost nothing.
+
+    Each sleep still yields the GIL (as sessiontape's FakeClock does): a worker polling a
+    busy lock would otherwise spin and starve the thread holding it.
+    """
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(0)
+
+
+def _per_call(level: str, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
+    repo = tempfile.mkdtemp(prefix="bench-rec-", dir=workdir)
+    requests = requests_for(calls, repo)
+    results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
+    tapes: list[Any] = []
+    counter = [0]
+
+    def recorded() -> Callable[[], int]:
+        counter[0] += 1
+        tape = sessiontape.record(
+            workdir / f"rec-{level}-{counter[0]}.jsonl", level=level, roots={"repo": repo}
+        )
+        tapes.append(tape)
+        run = tape.process_runner(FakeRunner(results)).run
+
+        def go() -> int:
+            for argv, cwd, _ in requests:
+                run(argv, cwd=cwd, text=True)
+            return len(requests)
+
+        return go
+
+    def bare() -> Callable[[], int]:
+        run = FakeRunner(results).run
+
+        def go() -> int:
+            for argv, cwd, _ in requests:
+                run(argv, cwd=cwd, text=True)
+            return len(requests)
+
+        return go
+
+    rec = per_call_ns(recorded, batches=batches)
+    for tape in tapes:
+        tape.close()
+    written = sessiontape.load(workdir / f"rec-{level}-{counter[0]}.jsonl")
+    if len(written.calls) != calls:
+        raise AssertionError(f"recorded {len(written.calls)} calls, expected {calls}")
+    for path in workdir.glob(f"rec-{level}-*.jsonl*"):
+        path.unlink()
+    inner = per_call_ns(bare, batches=batches)
+    return {"recorded": rec, "inner": inner, "overhead_ns": rec["median_ns"] - inner["median_ns"]}
+
+
+def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int]:
+    """One gardener run; returns (wall ns, boundary calls recorded or 0).
+
+    ``instant``: sleeps return at once (the CPU-bound worst case for the overhead);
+    otherwise the run waits on ``tape.clock`` as the shipped wiring does.
+    """
+    from sessiontape.examples import gardener
+
+    work = Path(tempfile.mkdtemp(prefix="bench-gardener-", dir=workdir))
+    spec = gardener.get_scenario("full")
+    workers = 3
+    start = now_ns()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sessiontape.RecordingWarning)
+        tape = (
+            sessiontape.record(
+                work / "run.jsonl", config={"scenario": "full"}, roots={"work": os.fspath(work)}
+            )
+            if recorded
+            else sessiontape.record(None)
+        )
+        with tape:
+            runner = tape.process_runner(FakeRunner())
+            gardener.init_repository(runner, work / "repo", spec.files)
+            live = gardener.BacklogStore.create(work / "backlog.db", spec.backlog(workers))
+            store = tape.store(
+                live, mutations=gardener.MUTATIONS, snapshot=gardener.BacklogStore.snapshot
+            )
+            agent = tape.agent(gardener.ScriptedAgent(spec.script), result_type=gardener.StepResult)
+            orchestrator = gardener.Gardener(
+                runner=runner,
+                agent=agent,
+                store=store,
+                clock=_InstantClock() if instant else tape.clock,
+                workdir=work,
+                workers=workers,
+            )
+            try:
+                summary = orchestrator.run()
+            finally:
+                store.close()
+            tape.finish(outcome=dataclasses.asdict(summary))
+    elapsed = now_ns() - start
+    calls = len(sessiontape.load(work / "run.jsonl").calls) if recorded else 0
+    return elapsed, calls
+
+
+def _own_orchestrator_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int]:
+    """Stand-in when the gardener is not importable: a small loop of the same shape."""
+    work = Path(tempfile.mkdtemp(prefix="bench-loop-", dir=workdir))
+    start = now_ns()
+    tape = sessiontape.record(work / "run.jsonl") if recorded else sessiontape.record(None)
+    with tape:
+        runner = tape.process_runner(FakeRunner())
+        state: dict[str, Any] = {"done": []}
+
+        class Store:
+            def mark(self, task: str) -> dict[str, Any]:
+                (work / f"{task}.txt").write_text(task)
+                state["done"].append(task)
+                return {"task": task, "count": len(state["done"])}
+
+        store = tape.store(Store(), mutations=["mark"])
+        for i in range(60):
+            with sessiontape.worker(f"worker-{i % 3 + 1}"):
+                for sub in ("status", "add", "commit", "rev-parse"):
+                    runner.run(["git", sub], cwd=os.fspath(work), text=True)
+                store.mark(f"task-{i}")
+            if not instant and i % 10 == 9:
+                tape.clock.sleep(0.05)  # a back-off now and then
+        tape.finish(outcome={"done": len(state["done"])})
+    elapsed = now_ns() - start
+    calls = len(sessiontape.load(work / "run.jsonl").calls) if recorded else 0
+    return elapsed, calls
+
+
+def _orchestrator(runs: int, workdir: Path, *, instant: bool) -> dict[str, Any]:
+    try:
+        from sessiontape.examples import gardener  # noqa: F401
+
+        once, which = _gardener_once, "sessiontape.examples.gardener (scenario 'full', 3 workers)"
+    except ImportError as exc:
+        once, which = _own_orchestrator_once, f"own 60-task loop (gardener not importable: {exc})"
+    for recorded in (False, True):  # warm-up: imports, SQLite, first files
+        once(workdir, recorded, instant)
+    plain, rec, calls = [], [], 0
+    for _ in range(runs):
+        plain.append(once(workdir, False, instant)[0])
+        elapsed, calls = once(workdir, True, instant)
+        rec.append(elapsed)
+    p, r = median(plain), median(rec)
+    return {
+        "orchestrator": which,
+        "clock": "instant sleeps" if instant else "tape.clock (real)",
+        "runs": runs,
+        "plain_ns": p,
+        "recorded_ns": r,
+        "plain_all_ns": plain,
+        "recorded_all_ns": rec,
+        "calls_recorded": calls,
+        "overhead_ratio": (r - p) / p,
+        "overhead_per_call_ns": (r - p) / calls if calls else None,
+    }
+
+
+def run(*, calls: int, batches: int, orchestrator_runs: int, workdir: Path) -> dict[str, Any]:
+    """Per-call overhead at levels full and standard, and the orchestrator's run."""
+    return {
+        "full": _per_call("full", calls, batches, workdir),
+        "standard": _per_call("standard", calls, batches, workdir),
+        "orchestrator": _orchestrator(orchestrator_runs, workdir, instant=False),
+        "orchestrator_instant": _orchestrator(orchestrator_runs, workdir, instant=True),
+    }
