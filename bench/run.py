@@ -769,13 +769,13 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="JSON results (default: BENCHMARKS.json in full mode)",
+        help="JSON results (default: BENCHMARKS.json in a full run of every case)",
     )
     parser.add_argument(
         "--markdown",
         type=Path,
         default=None,
-        help="Markdown report (default: BENCHMARKS.md in full mode)",
+        help="Markdown report (default: BENCHMARKS.md in a full run of every case)",
     )
     parser.add_argument(
         "--only",
@@ -823,7 +823,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     mode = "quick" if args.quick else "full"
     out, markdown = args.out, args.markdown
-    if mode == "full" and out is None and markdown is None:
+    # Only a full run of every case replaces the committed report; a partial run (--only)
+    # prints its table and writes files only when asked to.
+    partial = set(cases) != set(ALL_CASES)
+    if mode == "full" and not partial and out is None and markdown is None:
         out, markdown = ROOT / "BENCHMARKS.json", ROOT / "BENCHMARKS.md"
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sessiontape-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

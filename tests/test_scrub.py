@@ -649,3 +649,33 @@ def test_scrub_then_expand_data_round_trip() -> None:
     roots = PathRoots({"repo": "/srv/app", "home": "/home/alice"})
     data = {"cwd": "/srv/app", "files": ["/home/alice/a", "/srv/app/b"], "n": 2}
     assert expand_data(Scrubber(roots).data(data), roots) == data
+
+
+def test_data_like_gives_what_data_gives() -> None:
+    """Scrubbing guided by a recorded value must equal scrubbing from scratch."""
+    roots = PathRoots({"repo": "/srv/app"})
+    scrub = Scrubber(roots)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    recorded_source = {
+        "prompt": "edit /srv/app/src/a.py please " + "x" * 500,
+        "worktree": "/srv/app/wt/1",
+        "api_key": "old-secret",
+        "items": [1, "/srv/app/b", {"token": token}],
+        "n": 3,
+    }
+    recorded = scrub.data(recorded_source)
+    variants = [
+        recorded_source,
+        {**recorded_source, "worktree": "/srv/app/wt/2"},
+        {**recorded_source, "api_key": "new-secret"},
+        {**recorded_source, "items": [1, "/srv/app/c", {"token": token + "X"}]},
+        {**recorded_source, "items": [1]},
+        {**recorded_source, "extra": "/srv/app/x"},
+        {**recorded_source, "prompt": f"use {token}"},
+        ["not", "a", "dict"],
+        "plain /srv/app/x",
+    ]
+    for today in variants:
+        assert scrub.data_like(today, recorded) == scrub.data(today), today
+    # The recorded value itself is returned when nothing differs (no work done).
+    assert scrub.data_like(recorded, recorded) is recorded

@@ -222,7 +222,8 @@ class ReplayTape(Tape):
         self._mismatches: list[tuple[float, int, Mismatch]] = []
         #: seq of the last entry served to each worker: where a divergence happens.
         self._position: dict[str, int] = {}
-        self._consumed = 0
+        #: The seqs served, in order (list.append is atomic: no lock on the hot path).
+        self._served_seqs: list[int] = []
         self._extra = 0
         self._started_perf = _perf_ns()
         self._stack = ExitStack()
@@ -284,7 +285,7 @@ class ReplayTape(Tape):
         ``sessiontape_replay`` hook making a fresh work dir: call it before the first call
         is served. A mapping adds to (or replaces by name) the default roots.
         """
-        if self._consumed or self._mismatches:
+        if self._served_seqs or self._mismatches:
             raise UsageError(
                 "set_roots() must come before the first replayed call: requests already "
                 "matched were normalised with the old roots."
@@ -359,12 +360,37 @@ class ReplayTape(Tape):
         )
 
     def _data(self, value: Any) -> Any:
+        """``value`` as JSON data scrubbed as at record time."""
+        return self.scrubber.data(self._raw(value))
+
+    @staticmethod
+    def _raw(value: Any) -> Any:
+        """``value`` as JSON data, not yet scrubbed (an unencodable value as its repr)."""
         if not value and (type(value) is dict or type(value) is list):
-            return type(value)()  # no kwargs, no args: what the scrub below would give
+            return type(value)()
         try:
-            return self.scrubber.data(to_data(value))
+            return to_data(value)
         except Unencodable:
             return {"$repr": repr(value)}
+
+    def _raw_request(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {"method": method, "args": self._raw(list(args)), "kwargs": self._raw(kwargs)}
+
+    def _scrubbed(self, raw: Mapping[str, Any], expected: Any) -> dict[str, Any]:
+        """A raw request scrubbed the way requests were at record time (reusing the parts
+        equal to ``expected``, the head's recorded request, when there is one)."""
+        if expected is None:
+            data = self.scrubber.data
+            return {"method": raw["method"], "args": data(raw["args"]),
+                    "kwargs": data(raw["kwargs"])}  # fmt: skip
+        like = self.scrubber.data_like
+        return {
+            "method": raw["method"],
+            "args": like(raw["args"], expected["args"]),
+            "kwargs": like(raw["kwargs"], expected["kwargs"]),
+        }
 
     def _request_of(self, entry: CallEntry) -> dict[str, Any]:
         if isinstance(entry, ProcessCall):
@@ -389,7 +415,11 @@ class ReplayTape(Tape):
         return bool(expected["method"] == actual["method"])
 
     def _take(
-        self, boundary: str, actual: Mapping[str, Any], queue_boundary: str | None = None
+        self,
+        boundary: str,
+        actual: Mapping[str, Any],
+        queue_boundary: str | None = None,
+        normalize: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None,
     ) -> CallEntry | None:
         """Align a request with the caller's queue; return the entry that answers it.
 
@@ -397,10 +427,22 @@ class ReplayTape(Tape):
         entries skipped are reported unconsumed. The head is the same call with other
         arguments: an argument mismatch, answered with the head's result. Otherwise an
         unexpected call; the head stays for the next request.
+
+        With ``normalize``, ``actual`` is today's raw request: it is compared with the head
+        as it is first, and scrubbed only when that fails, reusing the parts equal to the
+        head's. That gives the same verdict as scrubbing first, because scrubbing is
+        idempotent: a raw part equal to the recorded (scrubbed) one scrubs to itself.
         """
         worker = _worker.get()
         key = (queue_boundary or boundary, worker)
         queue = self._queues.get(key)
+        if normalize is not None:
+            expected = self._request_of(queue[0]) if queue else None
+            if expected == actual and queue:
+                head = queue.popleft()
+                self._position[worker] = head.seq
+                return head
+            actual = normalize(actual, expected)
         if not queue:
             nearest = self._nearest(boundary, actual)
             if queue is None:
@@ -492,10 +534,18 @@ class ReplayTape(Tape):
         return None
 
     def _served(self, entry: CallEntry) -> None:
-        with self._lock:
-            self._consumed += 1
-        clock = self._clock
-        clock.advance_to(entry.ts_ns + entry.duration_ns, entry.mono_ns + entry.duration_ns)
+        """Count ``entry`` as served and move virtual time to the end of its call.
+
+        A substituted call runs no code of ours, so nothing can read the time between its
+        start and its end: one move, to the end, serves both.
+        """
+        self._served_seqs.append(entry.seq)
+        duration = entry.duration_ns
+        self._clock.advance_to(entry.ts_ns + duration, entry.mono_ns + duration)
+
+    def clock_at(self, entry: CallEntry) -> None:
+        """Move virtual time to the start of a recorded call."""
+        self._clock.advance_to(entry.ts_ns, entry.mono_ns)
 
     def _payload(self, entry: ProcessCall, field: str, text: bool) -> Any:
         stored = getattr(entry, field)
@@ -552,15 +602,11 @@ class ReplayTape(Tape):
             ):
                 queue.popleft()
                 self._position[head.worker] = head.seq
-                self._clock.advance_to(head.ts_ns, head.mono_ns)
                 return head
         else:
             head = None
         request = self._process_request(argv, cwd, env, input, head)
-        entry = self._take(BOUNDARY_PROCESS, request)
-        if entry is not None:
-            self._clock.advance_to(entry.ts_ns, entry.mono_ns)
-        return entry  # type: ignore[return-value]
+        return self._take(BOUNDARY_PROCESS, request)  # type: ignore[return-value]
 
     def _cwd_form(self, cwd: str) -> str:
         """``cwd`` as the recorder writes it (roots as placeholders), cached: an
@@ -652,12 +698,12 @@ class ReplayTape(Tape):
         result_type: Any,
     ) -> Any:
         """Serve one call of a substitute boundary (agent or user-defined)."""
-        actual = {"method": method, "args": self._data(list(args)), "kwargs": self._data(kwargs)}
-        entry = self._take(boundary, actual)
+        entry = self._take(
+            boundary, self._raw_request(method, args, kwargs), normalize=self._scrubbed
+        )
         if entry is None:
             raise self.unanswered(boundary, f"{boundary}.{method}()")
         assert isinstance(entry, (AgentTurn, Call))
-        self._clock.advance_to(entry.ts_ns, entry.mono_ns)
         self._served(entry)
         if entry.error is not None:
             raise rebuild_error(entry.error)
@@ -732,11 +778,12 @@ class ReplayTape(Tape):
                     f"the calls of {name} can no longer run in the recorded order; the rest "
                     "of this replay runs them as they come.",
                 )
-        actual = {"method": method, "args": self._data(list(args)), "kwargs": self._data(kwargs)}
-        entry = self._take(boundary, actual)
+        entry = self._take(
+            boundary, self._raw_request(method, args, kwargs), normalize=self._scrubbed
+        )
         try:
             if entry is not None:
-                self._clock.advance_to(entry.ts_ns, entry.mono_ns)
+                self.clock_at(entry)  # our code runs now: it reads the call's start time
             try:
                 result = bound(*args, **kwargs)
             except Exception as exc:
@@ -759,7 +806,10 @@ class ReplayTape(Tape):
         if exc is not None:
             actual: Any = {"error": {"type": qualname(type(exc)), "message": str(exc)}}
         else:
-            actual = {"result": self._data(result)}
+            raw = self._raw(result)
+            if entry.error is None and raw == entry.result:
+                return  # equal before scrubbing, so equal after it (scrubbing is idempotent)
+            actual = {"result": self.scrubber.data_like(raw, entry.result)}
         if entry.error is not None:
             expected: Any = {"error": {"type": entry.error.type, "message": entry.error.message}}
         else:
@@ -947,7 +997,7 @@ class ReplayTape(Tape):
     def _build_report(self) -> ReplayReport:
         with self._lock:
             mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
-            consumed = self._consumed
+            consumed = len(self._served_seqs)
             extra = self._extra
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
         rec = self.recording
@@ -1038,6 +1088,8 @@ class _ReplayRunner:
         if entry.spawn_error is not None:
             tape._served(entry)
             raise rebuild_error(entry.spawn_error)
+        # The application runs while it reads the lines: it sees the call's start time.
+        tape.clock_at(entry)
         return _ReplayStream(tape, entry, argv, text)
 
 

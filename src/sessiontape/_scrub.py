@@ -760,6 +760,36 @@ class Scrubber:
         self._last_env = (dict(env), scrubbed)
         return dict(scrubbed)
 
+    def data_like(self, obj: Any, recorded: Any) -> Any:
+        """``data(obj)``, reusing every part of ``recorded`` that ``obj`` equals.
+
+        ``recorded`` is an earlier ``data()`` result, the request or result on a tape.
+        Scrubbing is idempotent (``extra`` functions must be too), so a part of ``obj``
+        equal to the matching part of ``recorded`` scrubs to itself; only the parts that
+        differ are scrubbed. Replay compares today's request with the recorded one this
+        way: a 1 KB prompt that differs in one path costs one short string's scrub.
+        """
+        if obj == recorded:
+            return recorded
+        if type(obj) is dict and type(recorded) is dict and obj.keys() == recorded.keys():
+            out: dict[Any, Any] = {}
+            redact = self._redact
+            for key, value in obj.items():
+                old = recorded[key]
+                if value == old:
+                    out[key] = old
+                elif redact and isinstance(key, str) and is_secret_name(key):
+                    out[key] = _redact_all(value)  # as data() does under a secret key
+                else:
+                    out[key] = self.data_like(value, old)
+            return out
+        if type(obj) is list and type(recorded) is list and len(obj) == len(recorded):
+            return [
+                old if value == old else self.data_like(value, old)
+                for value, old in zip(obj, recorded, strict=True)
+            ]
+        return self.data(obj)
+
     def data(self, obj: Any) -> Any:
         """JSON-like ``obj`` (dict, list, tuple, str, int, float, bool, None) scrubbed.
 
