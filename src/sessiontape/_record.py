@@ -333,6 +333,25 @@ class RecordTape(Tape):
             )
         return _proxy(self, obj, _names(methods), self._call_recorder(name, mode))
 
+    def _call_fields(
+        self,
+        label: str,
+        base: tuple[int, int, int, str, str, int | None],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: Any,
+        err: ErrorInfo | None,
+        duration: int,
+    ) -> dict[str, Any]:
+        """The fields every recorded method call has, its data made JSON-ready."""
+        fields: dict[str, Any] = dict(zip(_COMMON_FIELDS, base, strict=True))
+        fields["args"] = self._data(list(args), f"{label} arguments") or []
+        fields["kwargs"] = self._data(kwargs, f"{label} arguments") or {}
+        fields["result"] = None if err is not None else self._data(result, label)
+        fields["error"] = err
+        fields["duration_ns"] = duration
+        return fields
+
     def _agent_recorder(self, name: str) -> _EntryMaker:
         def make(
             base: tuple[int, int, int, str, str, int | None],
@@ -343,24 +362,15 @@ class RecordTape(Tape):
             err: ErrorInfo | None,
             duration: int,
         ) -> Entry:
-            seq, ts_ns, mono_ns, worker, thread, parent = base
-            data = None if err is not None else self._data(result, f"{name}.{method} result")
+            fields = self._call_fields(
+                f"{name}.{method}", base, args, kwargs, result, err, duration
+            )
             return AgentTurn(
-                seq=seq,
-                ts_ns=ts_ns,
-                mono_ns=mono_ns,
-                worker=worker,
-                thread=thread,
-                parent=parent,
+                **fields,
                 agent=name,
                 method=method,
-                args=self._data(list(args), f"{name}.{method} arguments") or [],
-                kwargs=self._data(kwargs, f"{name}.{method} arguments") or {},
-                result=data,
                 result_type=qualname(type(result)) if err is None else None,
-                usage=extract_usage(data),
-                error=err,
-                duration_ns=duration,
+                usage=extract_usage(fields["result"]),
             )
 
         return make
@@ -375,22 +385,10 @@ class RecordTape(Tape):
             err: ErrorInfo | None,
             duration: int,
         ) -> Entry:
-            seq, ts_ns, mono_ns, worker, thread, parent = base
-            return StoreMutation(
-                seq=seq,
-                ts_ns=ts_ns,
-                mono_ns=mono_ns,
-                worker=worker,
-                thread=thread,
-                parent=parent,
-                store=name,
-                operation=method,
-                args=self._data(list(args), f"{name}.{method} arguments") or [],
-                kwargs=self._data(kwargs, f"{name}.{method} arguments") or {},
-                result=None if err is not None else self._data(result, f"{name}.{method}"),
-                error=err,
-                duration_ns=duration,
+            fields = self._call_fields(
+                f"{name}.{method}", base, args, kwargs, result, err, duration
             )
+            return StoreMutation(**fields, store=name, operation=method)
 
         return make
 
@@ -404,23 +402,10 @@ class RecordTape(Tape):
             err: ErrorInfo | None,
             duration: int,
         ) -> Entry:
-            seq, ts_ns, mono_ns, worker, thread, parent = base
-            return Call(
-                seq=seq,
-                ts_ns=ts_ns,
-                mono_ns=mono_ns,
-                worker=worker,
-                thread=thread,
-                parent=parent,
-                boundary=boundary,
-                method=method,
-                mode=kind.value,
-                args=self._data(list(args), f"{boundary}.{method} arguments") or [],
-                kwargs=self._data(kwargs, f"{boundary}.{method} arguments") or {},
-                result=None if err is not None else self._data(result, f"{boundary}.{method}"),
-                error=err,
-                duration_ns=duration,
+            fields = self._call_fields(
+                f"{boundary}.{method}", base, args, kwargs, result, err, duration
             )
+            return Call(**fields, boundary=boundary, method=method, mode=kind.value)
 
         return make
 
@@ -490,6 +475,9 @@ class RecordTape(Tape):
         """How many entries of each kind were written so far."""
         return dict(self._counts)
 
+
+#: The fields every entry has, in the order ``RecordTape._open()`` returns them.
+_COMMON_FIELDS: Final = ("seq", "ts_ns", "mono_ns", "worker", "thread", "parent")
 
 _EntryMaker = Callable[
     [
