@@ -21,7 +21,8 @@ def tests(session: nox.Session) -> None:
 
     pytest's exit code 5 (no tests collected) fails the session like any other.
     """
-    session.install("-e", ".[test]")
+    # The bench extra too: the benchmark smoke test drives pytest-subprocess and vcrpy.
+    session.install("-e", ".[test,bench]")
     args = session.posargs or ["-n", "auto"]
     session.run("pytest", *args)
 
