@@ -275,7 +275,7 @@ class RecordTape(Tape):
                 "tape.agent() needs the adapter to record when recording; pass it as the "
                 "first argument (replay ignores it)."
             )
-        return _proxy(self, adapter, _names(method), self._agent_recorder(name))
+        return _proxy(self, adapter, name, _names(method), self._agent_recorder(name))
 
     def store(
         self,
@@ -312,7 +312,7 @@ class RecordTape(Tape):
                     error=err,
                 )
             )
-        return _proxy(self, store, _names(mutations), self._store_recorder(name))
+        return _proxy(self, store, name, _names(mutations), self._store_recorder(name))
 
     def boundary(
         self,
@@ -331,7 +331,7 @@ class RecordTape(Tape):
                 f"boundary name {name!r} is reserved for the preset; use "
                 f"tape.{name if name != 'process' else 'process_runner'}() or another name."
             )
-        return _proxy(self, obj, _names(methods), self._call_recorder(name, mode))
+        return _proxy(self, obj, name, _names(methods), self._call_recorder(name, mode))
 
     def _call_fields(
         self,
@@ -352,59 +352,29 @@ class RecordTape(Tape):
         fields["duration_ns"] = duration
         return fields
 
-    def _agent_recorder(self, name: str) -> _EntryMaker:
-        def make(
-            base: tuple[int, int, int, str, str, int | None],
-            method: str,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-            result: Any,
-            err: ErrorInfo | None,
-            duration: int,
-        ) -> Entry:
-            fields = self._call_fields(
-                f"{name}.{method}", base, args, kwargs, result, err, duration
-            )
+    @staticmethod
+    def _agent_recorder(name: str) -> _EntryMaker:
+        def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
             return AgentTurn(
                 **fields,
                 agent=name,
                 method=method,
-                result_type=qualname(type(result)) if err is None else None,
+                result_type=None if failed else qualname(type(result)),
                 usage=extract_usage(fields["result"]),
             )
 
         return make
 
-    def _store_recorder(self, name: str) -> _EntryMaker:
-        def make(
-            base: tuple[int, int, int, str, str, int | None],
-            method: str,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-            result: Any,
-            err: ErrorInfo | None,
-            duration: int,
-        ) -> Entry:
-            fields = self._call_fields(
-                f"{name}.{method}", base, args, kwargs, result, err, duration
-            )
+    @staticmethod
+    def _store_recorder(name: str) -> _EntryMaker:
+        def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
             return StoreMutation(**fields, store=name, operation=method)
 
         return make
 
-    def _call_recorder(self, boundary: str, kind: BoundaryKind) -> _EntryMaker:
-        def make(
-            base: tuple[int, int, int, str, str, int | None],
-            method: str,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-            result: Any,
-            err: ErrorInfo | None,
-            duration: int,
-        ) -> Entry:
-            fields = self._call_fields(
-                f"{boundary}.{method}", base, args, kwargs, result, err, duration
-            )
+    @staticmethod
+    def _call_recorder(boundary: str, kind: BoundaryKind) -> _EntryMaker:
+        def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
             return Call(**fields, boundary=boundary, method=method, mode=kind.value)
 
         return make
@@ -479,18 +449,9 @@ class RecordTape(Tape):
 #: The fields every entry has, in the order ``RecordTape._open()`` returns them.
 _COMMON_FIELDS: Final = ("seq", "ts_ns", "mono_ns", "worker", "thread", "parent")
 
-_EntryMaker = Callable[
-    [
-        tuple[int, int, int, str, str, "int | None"],
-        str,
-        tuple[Any, ...],
-        dict[str, Any],
-        Any,
-        "ErrorInfo | None",
-        int,
-    ],
-    Entry,
-]
+#: Builds a boundary's entry from the common call fields (``RecordTape._call_fields``),
+#: the method name, the result, and whether the call raised.
+_EntryMaker = Callable[[dict[str, Any], str, Any, bool], Entry]
 
 
 def _names(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -530,7 +491,9 @@ class _Proxy:
         return f"<sessiontape proxy of {object.__getattribute__(self, '_sessiontape_target')!r}>"
 
 
-def _proxy(tape: RecordTape, target: Any, methods: tuple[str, ...], make: _EntryMaker) -> Any:
+def _proxy(
+    tape: RecordTape, target: Any, name: str, methods: tuple[str, ...], make: _EntryMaker
+) -> Any:
     proxy = _Proxy(target)
     for method in methods:
         bound = getattr(target, method, None)
@@ -539,12 +502,13 @@ def _proxy(tape: RecordTape, target: Any, methods: tuple[str, ...], make: _Entry
                 f"{type(target).__name__} has no method {method!r} to record; the methods "
                 f"named must exist on the object (got {list(methods)!r})."
             )
-        object.__setattr__(proxy, method, _recorded_method(tape, method, bound, make))
+        recorded = _recorded_method(tape, f"{name}.{method}", method, bound, make)
+        object.__setattr__(proxy, method, recorded)
     return proxy
 
 
 def _recorded_method(
-    tape: RecordTape, method: str, bound: Callable[..., Any], make: _EntryMaker
+    tape: RecordTape, label: str, method: str, bound: Callable[..., Any], make: _EntryMaker
 ) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         if not tape.active:
@@ -556,10 +520,14 @@ def _recorded_method(
         except BaseException as exc:
             _parent.reset(token)
             err = error_info(exc, with_traceback=False)
-            tape._write(make(opened, method, args, kwargs, None, err, _mono_ns() - opened[2]))
+            duration = _mono_ns() - opened[2]
+            fields = tape._call_fields(label, opened, args, kwargs, None, err, duration)
+            tape._write(make(fields, method, None, True))
             raise
         _parent.reset(token)
-        tape._write(make(opened, method, args, kwargs, result, None, _mono_ns() - opened[2]))
+        duration = _mono_ns() - opened[2]
+        fields = tape._call_fields(label, opened, args, kwargs, result, None, duration)
+        tape._write(make(fields, method, result, False))
         return result
 
     call.__name__ = method
