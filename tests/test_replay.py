@@ -555,3 +555,45 @@ def test_ten_minutes_of_sleeps_replay_instantly_reading_recorded_times(tmp_path:
         assert now.timestamp() == pytest.approx(recorded_end, abs=1e-3)
     # Not a timing assertion on the machine: 600 virtual seconds must not be slept for real.
     assert elapsed < 60
+
+
+def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) -> None:
+    from sessiontape.examples.gardener import StepResult as GardenerStep
+
+    path = tmp_path / "types.jsonl"
+
+    class Adapter:
+        def execute(self, request: str) -> GardenerStep:
+            if request == "boom":
+                raise sessiontape.UsageError("bad request")
+            return GardenerStep(state="edited", terminal=False, payload={"n": 1}, usage=None)
+
+    def wire(tape: sessiontape.Tape) -> list[Any]:
+        agent = tape.agent(Adapter())
+        seen: list[Any] = [agent.execute("go")]
+        try:
+            agent.execute("boom")
+        except sessiontape.UsageError as exc:
+            seen.append(("raised", type(exc), str(exc)))
+        return seen
+
+    with sessiontape.record(path) as tape:
+        recorded = wire(tape)
+    with sessiontape.replay(path) as tape:
+        # No result_type given: the recorded one is imported; the error's type too.
+        assert wire(tape) == recorded
+        assert type(recorded[0]) is GardenerStep
+        assert tape.finish().ok
+
+
+def test_an_unimportable_recorded_error_is_replayed_as_replayed_error() -> None:
+    from sessiontape._replay import rebuild_error
+
+    error = rebuild_error(sessiontape.ErrorInfo(type="nowhere.mod.Gone", message="lost"))
+    assert isinstance(error, sessiontape.ReplayedError)
+    assert str(error) == "nowhere.mod.Gone: lost"
+    missing = rebuild_error(
+        sessiontape.ErrorInfo(type="FileNotFoundError", message="[Errno 2] No such file: 'x'")
+    )
+    assert isinstance(missing, FileNotFoundError)
+    assert (missing.errno, missing.filename) == (2, "x")

@@ -95,27 +95,31 @@ class ReplayedError(SessiontapeError):
 _ERRNO_MESSAGE = re.compile(r"^\[Errno (\d+)\] (.*?)(?:: '(.*)')?$", re.S)
 
 
-def _resolve_type(name: str) -> type[BaseException] | None:
+def _import_qualname(name: str) -> Any:
+    """The object a recorded ``module.QualName`` names (nested classes too), or ``None``.
+
+    A bare name is a builtin. The module part is found by walking back from the longest
+    prefix that imports, since ``pkg.mod.Outer.Inner`` does not say where the module ends.
+    """
     if "." not in name:
-        found = getattr(builtins, name, None)
-    else:
-        module_name, _, attr = name.rpartition(".")
-        found = None
-        # Nested qualnames (``pkg.mod.Outer.Inner``): walk back until a module imports.
-        parts = name.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            try:
-                obj: Any = importlib.import_module(".".join(parts[:cut]))
-            except Exception:
-                continue
-            try:
-                for piece in parts[cut:]:
-                    obj = getattr(obj, piece)
-            except AttributeError:
-                break
-            found = obj
-            break
-        del module_name, attr
+        return getattr(builtins, name, None)
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except Exception:
+            continue
+        try:
+            for piece in parts[cut:]:
+                obj = getattr(obj, piece)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _resolve_type(name: str) -> type[BaseException] | None:
+    found = _import_qualname(name)
     if isinstance(found, type) and issubclass(found, BaseException):
         return found
     return None
@@ -1037,16 +1041,11 @@ def _hook_noise() -> Noise:
 
 
 def _resolve_result_type(name: str) -> Any:
-    module_name, _, attr = name.rpartition(".")
-    if not module_name or module_name == "builtins":
+    """The class a recorded ``result_type`` names, when importable (builtins excluded)."""
+    if "." not in name:
         return None
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for piece in attr.split("."):
-            obj = getattr(obj, piece)
-    except Exception:
-        return None
-    return obj if isinstance(obj, type) else None
+    found = _import_qualname(name)
+    return found if isinstance(found, type) else None
 
 
 class _ReplayRunner:
