@@ -588,8 +588,12 @@ class ReplayTape(Tape):
         cwd: str | os.PathLike[str] | None,
         env: Mapping[str, str] | None,
         input: str | bytes | None,
-    ) -> ProcessCall | None:
-        """Align one process request with the tape and return its entry (or None)."""
+    ) -> ProcessCall:
+        """Align one process request with the tape and return its entry.
+
+        Raises :class:`UnrecordedCallError` when the tape has no answer for it (the
+        report already holds the mismatch).
+        """
         queue = self._queues.get((BOUNDARY_PROCESS, _worker.get()))
         if queue:
             head = queue[0]
@@ -610,7 +614,10 @@ class ReplayTape(Tape):
         else:
             head = None
         request = self._process_request(argv, cwd, env, input, head)
-        return self._take(BOUNDARY_PROCESS, request)  # type: ignore[return-value]
+        entry = self._take(BOUNDARY_PROCESS, request)
+        if entry is None:
+            raise self.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")
+        return entry  # type: ignore[return-value]
 
     def _cwd_form(self, cwd: str) -> str:
         """``cwd`` as the recorder writes it (roots as placeholders), cached: an
@@ -1066,8 +1073,6 @@ class _ReplayRunner:
     ) -> ProcessResult:
         tape = self._tape
         entry = tape.serve_process(argv, cwd=cwd, env=env, input=input)
-        if entry is None:
-            raise tape.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")
         return tape.answer_process(entry, argv, text)
 
     def stream(
@@ -1082,8 +1087,6 @@ class _ReplayRunner:
     ) -> ProcessStream:
         tape = self._tape
         entry = tape.serve_process(argv, cwd=cwd, env=env, input=input)
-        if entry is None:
-            raise tape.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")
         if entry.spawn_error is not None:
             tape._served(entry)
             raise rebuild_error(entry.spawn_error)
@@ -1193,8 +1196,6 @@ def _replay_popen_class(tape: ReplayTape) -> type[Any]:
             entry = tape.serve_process(
                 self._argv, cwd=kwargs.get("cwd"), env=kwargs.get("env"), input=None
             )
-            if entry is None:
-                raise tape.unanswered(BOUNDARY_PROCESS, f"the process call {self._argv!r}")
             self._entry = entry
             if entry.spawn_error is not None:
                 tape._served(entry)
