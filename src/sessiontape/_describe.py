@@ -49,6 +49,15 @@ def _args(args: list[Any], kwargs: dict[str, Any], width: int) -> str:
     return ", ".join(parts)
 
 
+def _method_call(name: str, entry: AgentTurn | StoreMutation | Call, width: int) -> str:
+    """``name(args) -> result`` (or ``-> Type: message`` when the call raised)."""
+    if entry.error is not None:
+        outcome = f"{entry.error.type}: {entry.error.message}"
+    else:
+        outcome = summarize_value(entry.result, width)
+    return f"{name}({_args(entry.args, entry.kwargs, 30)}) -> {outcome}"
+
+
 def describe(entry: Entry, *, width: int = 60) -> str:
     """``seq 12 worker-2 process: git status -> 0 (3.1ms)`` — the five W's on one line."""
     head = f"seq {entry.seq} {entry.worker}"
@@ -64,32 +73,12 @@ def describe(entry: Entry, *, width: int = 60) -> str:
             outcome = f"exit {entry.returncode}"
         return f"{head} process: {cmd} -> {outcome} ({format_ms(entry.duration_ns)})"
     if isinstance(entry, AgentTurn):
-        if entry.error is not None:
-            outcome = f"{entry.error.type}: {entry.error.message}"
-        else:
-            outcome = summarize_value(entry.result, width)
-        return (
-            f"{head} {entry.agent}.{entry.method}({_args(entry.args, entry.kwargs, 30)}) -> "
-            f"{outcome} ({format_ms(entry.duration_ns)})"
-        )
+        call = _method_call(f"{entry.agent}.{entry.method}", entry, width)
+        return f"{head} {call} ({format_ms(entry.duration_ns)})"
     if isinstance(entry, StoreMutation):
-        if entry.error is not None:
-            outcome = f"{entry.error.type}: {entry.error.message}"
-        else:
-            outcome = summarize_value(entry.result, width)
-        return (
-            f"{head} {entry.store}.{entry.operation}({_args(entry.args, entry.kwargs, 30)}) "
-            f"-> {outcome}"
-        )
+        return f"{head} {_method_call(f'{entry.store}.{entry.operation}', entry, width)}"
     if isinstance(entry, Call):
-        if entry.error is not None:
-            outcome = f"{entry.error.type}: {entry.error.message}"
-        else:
-            outcome = summarize_value(entry.result, width)
-        return (
-            f"{head} {entry.boundary}.{entry.method}({_args(entry.args, entry.kwargs, 30)}) "
-            f"-> {outcome}"
-        )
+        return f"{head} {_method_call(f'{entry.boundary}.{entry.method}', entry, width)}"
     if isinstance(entry, StoreSnapshot):
         size = len(entry.data) if isinstance(entry.data, (list, dict)) else 1
         return f"{head} snapshot of {entry.store} ({size} item(s))"
