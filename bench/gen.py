@@ -10,7 +10,7 @@ remove the worktree, mark the task complete; a failed task is released and the w
 backs off (a gap in the timestamps). Timestamps are scaled so the session lasts as long
 as asked: eight hours for the big tape.
 
-Entries are written directly with :func:`sessiontape._cassette.encode_entry`; lines come
+Entries are written directly with :func:`sessiontape.cassette.encode_entry`; lines come
 in the order a recorder writes them (when each call *ends*), seqs in the order the calls
 *started*. Usage::
 
@@ -46,8 +46,7 @@ from sessiontape import (  # noqa: E402
     StoreMutation,
     StoreSnapshot,
 )
-from sessiontape._cassette import encode_entry  # noqa: E402
-from sessiontape._policy import Level, PayloadCodec  # noqa: E402
+from sessiontape.cassette import Level, PayloadCodec, encode_entry  # noqa: E402
 
 __all__ = ["RECORDED_ROOTS", "TapeInfo", "generate"]
 

@@ -26,7 +26,7 @@ from sessiontape import (
     StoreSnapshot,
     Usage,
 )
-from sessiontape._cassette import CassetteWriter, encode_entry, truncate_torn_tail
+from sessiontape.cassette import CassetteWriter, encode_entry, truncate_torn_tail
 
 COMMON = {"ts_ns": 1_700_000_000_000_000_000, "mono_ns": 5_000, "worker": "w-1", "thread": "T"}
 

@@ -15,15 +15,9 @@ import freezegun.api
 import msgspec
 import pytest
 
-from sessiontape._clock import (
-    IGNORED_MODULES,
-    Clock,
-    FakeClock,
-    RealClock,
-    msgspec_enc_hook,
-    to_real_datetime,
-)
 from sessiontape._errors import UsageError
+from sessiontape._time import Clock, RealClock, msgspec_enc_hook, to_real_datetime
+from sessiontape.replayer import IGNORED_MODULES, FakeClock
 
 S = 1_000_000_000
 # 2021-06-01T12:00:00.5Z: half a second is exact in binary, so float reads compare exactly.
@@ -489,7 +483,7 @@ def test_real_clock_imported_under_freeze_time_is_still_real() -> None:
     code = (
         "import freezegun, time\n"
         "with freezegun.freeze_time('2001-01-01'):\n"
-        "    from sessiontape._clock import RealClock, to_real_datetime\n"
+        "    from sessiontape._time import RealClock, to_real_datetime\n"
         "    import datetime\n"
         "    real = RealClock()\n"
         "    assert real.now().year >= 2024, real.now()\n"

@@ -13,7 +13,7 @@ import pytest
 import sessiontape
 from sessiontape import MismatchKind, Noise, UsageError
 from sessiontape._hooks import get_plugin_manager
-from sessiontape._match import MASKED, compare
+from sessiontape.replayer import MASKED, compare
 
 PY = sys.executable
 

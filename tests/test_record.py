@@ -290,7 +290,7 @@ def test_write_failure_midway_keeps_what_was_written(tmp_path: Path) -> None:
             # Simulate the disk going away: the descriptor is closed under the writer.
             import os
 
-            os.close(tape._writer._fd)  # type: ignore[attr-defined]
+            os.close(tape._recorder._writer._fd)  # type: ignore[attr-defined]
             assert runner.run([PY, "-c", "print(2)"], text=True).stdout == "2\n"
             assert runner.run([PY, "-c", "print(3)"], text=True).stdout == "3\n"
     assert sum(issubclass(w.category, RecordingWarning) for w in caught) == 1

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import sessiontape
+import sessiontape.cassette
 from sessiontape import MismatchKind, ReplayMismatch, ReplayReport
 
 PY = sys.executable
@@ -72,8 +73,10 @@ class Backlog:
 TASKS = [{"id": f"t{i}", "state": "ready"} for i in range(1, 5)]
 
 
-def app(tape: sessiontape.Tape, *, workers: int = 1, crash_on: str | None = None) -> Any:
-    """A small orchestrator wired once for both modes."""
+def app(
+    tape: sessiontape.Tape, *, workers: int = 1, crash_on: str | None = None, finish: bool = True
+) -> Any:
+    """A small orchestrator wired once for both modes (``finish=False`` leaves the tape open)."""
     runner = tape.process_runner()
     agent = tape.agent(ReviewAgent(), result_type=StepResult)
     store = tape.store(
@@ -115,7 +118,8 @@ def app(tape: sessiontape.Tape, *, workers: int = 1, crash_on: str | None = None
         if errors:
             raise errors[0]
     outcome = {"done": sorted(done)}
-    tape.finish(outcome=outcome)
+    if finish:
+        tape.finish(outcome=outcome)
     return outcome
 
 
@@ -350,7 +354,7 @@ def test_deleted_entry_is_caught_at_its_place(single: Path) -> None:
 def test_extra_recorded_call_is_unconsumed(single: Path) -> None:
     rec = sessiontape.load(single)
     last = rec.entries_for("process")[-1]
-    extra = json.loads(sessiontape._cassette.encode_entry(last))  # type: ignore[attr-defined]
+    extra = json.loads(sessiontape.cassette.encode_entry(last))
     extra["seq"] = rec.end.seq + 1 if rec.end else 999  # type: ignore[union-attr]
     with single.open("a") as fh:
         fh.write(json.dumps(extra) + "\n")
@@ -376,8 +380,7 @@ def test_more_calls_than_recorded_is_exhausted_never_a_wrap_around(tmp_path: Pat
 
 def test_outcome_mismatch(single: Path) -> None:
     with sessiontape.replay(single) as tape:
-        app(tape)
-        tape.report = None  # finish again with another outcome
+        assert app(tape, finish=False) != {"done": ["t1"]}
         report = tape.finish(outcome={"done": ["t1"]})
     kinds = [m.kind for m in report.mismatches]
     assert MismatchKind.OUTCOME_MISMATCH in kinds
@@ -587,7 +590,7 @@ def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) ->
 
 
 def test_an_unimportable_recorded_error_is_replayed_as_replayed_error() -> None:
-    from sessiontape._replay import rebuild_error
+    from sessiontape.replayer import rebuild_error
 
     error = rebuild_error(sessiontape.ErrorInfo(type="nowhere.mod.Gone", message="lost"))
     assert isinstance(error, sessiontape.ReplayedError)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sessiontape._entries import ErrorInfo
-from sessiontape._report import (
+from sessiontape.cassette import ErrorInfo
+from sessiontape.report import (
     MISSING,
     NEAREST_SCAN_LIMIT,
     Candidate,

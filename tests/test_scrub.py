@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sessiontape._errors import UsageError
-from sessiontape._scrub import (
+from sessiontape.scrub import (
     REDACTED_MARK,
     SECRET_ENV_NAME,
     PathRoots,

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import sessiontape
 from sessiontape import ProcessCall, ProcessResult, SessionEnd, SessionStart
-from sessiontape._cassette import encode_entry
+from sessiontape.cassette import encode_entry
 
 from .common import gc_paused, now_ns, per_call_ns
 

@@ -6,42 +6,46 @@ cassette; replay it against today's code in seconds and see exactly where it div
 
 from __future__ import annotations
 
-from ._cassette import Recording, is_cassette, load, loads
-from ._clock import Clock, FakeClock, RealClock
+from ._api import ENV_VAR, add_record_argument, record, record_path, replay
 from ._context import current_worker, worker
-from ._entries import (
+from ._errors import (
+    CassetteError,
+    RecordingWarning,
+    ReplayedError,
+    SessiontapeError,
+    TruncatedPayloadError,
+    UnrecordedCallError,
+    UsageError,
+)
+from ._hooks import get_plugin_manager, hookimpl
+from ._time import Clock, RealClock
+from ._version import __version__
+from .boundaries import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
+from .cassette import (
     FORMAT_VERSION,
     AgentTurn,
     Blob,
+    BoundaryKind,
     Call,
     Entry,
     Error,
     ErrorInfo,
+    Level,
     ProcessCall,
+    Recording,
     SessionEnd,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
     Usage,
+    is_cassette,
+    load,
+    loads,
 )
-from ._errors import (
-    CassetteError,
-    RecordingWarning,
-    ReplayMismatch,
-    SessiontapeError,
-    TruncatedPayloadError,
-    UsageError,
-)
-from ._hooks import get_plugin_manager, hookimpl
-from ._match import Noise
-from ._policy import Level
-from ._record import ENV_VAR, add_record_argument, record, record_path
-from ._replay import ReplayedError, ReplayTape, UnrecordedCallError, replay
-from ._report import FieldDiff, Mismatch, MismatchKind, ReplayReport
-from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
-from ._scrub import PathRoots, Scrubber
-from ._tape import BoundaryKind, Mode, Tape
-from ._version import __version__
+from .replayer import FakeClock, Noise
+from .report import FieldDiff, Mismatch, MismatchKind, ReplayMismatch, ReplayReport
+from .scrub import PathRoots, Scrubber
+from .tape import Mode, ReplayTape, Tape
 
 __all__ = [
     "ENV_VAR",

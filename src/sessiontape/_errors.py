@@ -2,21 +2,19 @@
 
 Every error carries its data as attributes, so a caller (or the pytest plugin) can act on
 it without parsing the message; every message says what went wrong, where, and what to do.
+:class:`~sessiontape.ReplayMismatch` lives beside the report it carries
+(``sessiontape.report``); every other error is here, at the bottom of the layers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._report import ReplayReport
-
 __all__ = [
     "CassetteError",
     "RecordingWarning",
-    "ReplayMismatch",
+    "ReplayedError",
     "SessiontapeError",
     "TruncatedPayloadError",
+    "UnrecordedCallError",
     "UsageError",
 ]
 
@@ -54,12 +52,22 @@ class TruncatedPayloadError(SessiontapeError):
         self.digest = digest
 
 
-class ReplayMismatch(SessiontapeError, AssertionError):
-    """Strict replay stopped at the first divergence; ``report`` holds the details."""
+class UnrecordedCallError(SessiontapeError):
+    """A call had no recorded answer (lenient replay goes on; the report says where)."""
 
-    def __init__(self, report: ReplayReport) -> None:
-        super().__init__(report.render())
-        self.report = report
+    def __init__(self, message: str, *, boundary: str, worker: str) -> None:
+        super().__init__(message)
+        self.boundary = boundary
+        self.worker = worker
+
+
+class ReplayedError(SessiontapeError):
+    """Stands in for a recorded exception whose type cannot be imported or rebuilt."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
 
 
 class RecordingWarning(UserWarning):

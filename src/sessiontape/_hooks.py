@@ -16,8 +16,18 @@ from typing import Any, Final
 import pluggy
 
 from . import _hookspecs
+from .replayer import Matcher, Noise
 
-__all__ = ["PROJECT", "get_plugin_manager", "hookimpl", "register", "scrub_functions"]
+__all__ = [
+    "PROJECT",
+    "custom_matcher",
+    "get_plugin_manager",
+    "hookimpl",
+    "noise",
+    "register",
+    "scrub_functions",
+    "unregister",
+]
 
 PROJECT: Final = "sessiontape"
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -87,7 +97,16 @@ def scrub_functions() -> list[Callable[[str], str]]:
     return out
 
 
-def custom_matcher() -> Callable[[str, Mapping[str, Any], Mapping[str, Any]], bool | None] | None:
+def noise() -> Noise:
+    """The noise masks and patterns every ``sessiontape_noise`` implementation returns."""
+    out = Noise()
+    for value in get_plugin_manager().hook.sessiontape_noise():
+        if value is not None:
+            out = out | Noise.coerce(value)
+    return out
+
+
+def custom_matcher() -> Matcher | None:
     """The ``sessiontape_match`` hook, or ``None`` when nothing implements it (fast path)."""
     hook = get_plugin_manager().hook.sessiontape_match
     if not hook.get_hookimpls():

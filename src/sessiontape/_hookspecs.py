@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from ._cassette import Recording
-    from ._match import Noise
-    from ._replay import ReplayTape
+    from .cassette import Recording
+    from .replayer import Noise
+    from .tape import ReplayTape
 
 hookspec = pluggy.HookspecMarker("sessiontape")
 

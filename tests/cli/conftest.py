@@ -1,9 +1,9 @@
 """Cassettes for the command-line tests, recorded with the real API on a controlled clock.
 
-The recorder reads the time through ``sessiontape._record._time_ns`` and ``_mono_ns``; the
-``clock`` fixture replaces both so that every start time and duration is exact and the
-commands' output can be asserted line by line. The fake runner, agent and store advance
-that clock by the time each call "takes".
+The recorder reads the time through ``_time_ns`` and ``_mono_ns`` in
+``sessiontape.recorder._recorder``; the ``clock`` fixture replaces both so that every start
+time and duration is exact and the commands' output can be asserted line by line. The
+fake runner, agent and store advance that clock by the time each call "takes".
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import sessiontape
-from sessiontape import ProcessResult, ProcessStream, _record
+from sessiontape import ProcessResult, ProcessStream
 from sessiontape.cli import main
+from sessiontape.recorder import _recorder
 
 WALL0 = 1_700_000_000_000_000_000
 MONO0 = 50_000_000_000
@@ -40,8 +41,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
-    monkeypatch.setattr(_record, "_time_ns", lambda: WALL0 + c.now)
-    monkeypatch.setattr(_record, "_mono_ns", lambda: MONO0 + c.now)
+    monkeypatch.setattr(_recorder, "_time_ns", lambda: WALL0 + c.now)
+    monkeypatch.setattr(_recorder, "_mono_ns", lambda: MONO0 + c.now)
     return c
 
 

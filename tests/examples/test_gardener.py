@@ -14,9 +14,16 @@ from typing import Any
 
 import pytest
 
-from sessiontape import MismatchKind, load, record, replay
-from sessiontape._context import current_worker
-from sessiontape._runner import ProcessResult, ProcessStream, SubprocessRunner
+from sessiontape import (
+    MismatchKind,
+    ProcessResult,
+    ProcessStream,
+    SubprocessRunner,
+    current_worker,
+    load,
+    record,
+    replay,
+)
 from sessiontape.examples.gardener import (
     GIT_CONFIG,
     SCENARIOS,

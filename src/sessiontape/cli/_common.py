@@ -14,11 +14,18 @@ from typing import Any, Final, TextIO, TypeVar
 
 import msgspec
 
-from .._cassette import Recording, encode_entry
-from .._describe import describe
-from .._entries import AgentTurn, Call, CallEntry, Entry, ProcessCall, StoreMutation
 from .._errors import SessiontapeError
-from .._replay import _recorded_duration
+from ..cassette import (
+    AgentTurn,
+    Call,
+    CallEntry,
+    Entry,
+    ProcessCall,
+    Recording,
+    StoreMutation,
+    encode_entry,
+)
+from ..report import describe
 
 __all__ = [
     "KINDS",
@@ -123,7 +130,7 @@ def call_duration(entry: Entry) -> int:
 
 def recorded_duration(recording: Recording) -> int:
     """The session's duration in ns, as the replay report states it (crashed tapes too)."""
-    return max(0, _recorded_duration(recording))
+    return recording.duration_ns
 
 
 def format_relative(ns: int) -> str:

@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._cassette import load
-from .._describe import describe, format_ms
-from .._entries import ProcessCall
+from ..cassette import ProcessCall, load
+from ..report import describe, format_ms
 
 __all__ = ["add_demo_arguments", "run_demo"]
 

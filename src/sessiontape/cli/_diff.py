@@ -19,10 +19,24 @@ from typing import Any, Final
 
 import msgspec
 
-from .._cassette import Recording, load
-from .._describe import describe
-from .._entries import AgentTurn, CallEntry, ErrorInfo, ProcessCall, StoreMutation, boundary_of
-from .._report import MISSING, MISSING_TEXT, FieldDiff, diff_values_counted, summarize_value
+from ..cassette import (
+    AgentTurn,
+    CallEntry,
+    ErrorInfo,
+    ProcessCall,
+    Recording,
+    StoreMutation,
+    boundary_of,
+    load,
+)
+from ..report import (
+    MISSING,
+    MISSING_TEXT,
+    FieldDiff,
+    describe,
+    diff_values_counted,
+    summarize_value,
+)
 
 __all__ = ["SUMMARY", "Difference", "add_arguments", "compare", "run"]
 

@@ -25,18 +25,19 @@ from typing import Any, Final
 
 import msgspec
 
-from .._cassette import Recording, load
-from .._entries import (
+from .._version import __version__
+from ..cassette import (
     AgentTurn,
     Call,
     CallEntry,
     ErrorInfo,
     ProcessCall,
+    Recording,
     StoreMutation,
     StoreSnapshot,
     boundary_of,
+    load,
 )
-from .._version import __version__
 from ._common import (
     Progress,
     command_name,

@@ -20,10 +20,8 @@ from typing import Any, Final
 
 import msgspec
 
-from .._cassette import Recording, load
-from .._describe import describe, format_ms
-from .._entries import Entry, boundary_of
-from .._report import ReplayReport
+from ..cassette import Entry, Recording, boundary_of, load
+from ..report import ReplayReport, describe, format_ms
 from ._common import (
     CallTree,
     CommandError,

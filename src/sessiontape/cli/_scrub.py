@@ -21,8 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from .. import _hooks
-from .._cassette import load
-from .._entries import (
+from ..cassette import (
     AgentTurn,
     Blob,
     Call,
@@ -34,9 +33,10 @@ from .._entries import (
     SessionStart,
     StoreMutation,
     StoreSnapshot,
+    load,
 )
-from .._report import FieldDiff, diff_values_counted
-from .._scrub import PathRoots, Scrubber
+from ..report import FieldDiff, diff_values_counted
+from ..scrub import PathRoots, Scrubber
 from ._common import CommandError, Progress, plural, write_entries
 
 __all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry"]

@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from .._cassette import Recording, load
-from .._entries import Entry, boundary_of
+from ..cassette import Entry, Recording, boundary_of, load
 from ._common import (
     KINDS,
     CallTree,

@@ -30,8 +30,16 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
-from .._cassette import Recording, load
-from .._entries import CallEntry, Entry, ProcessCall, SessionEnd, SessionStart, StoreSnapshot
+from ..cassette import (
+    CallEntry,
+    Entry,
+    ProcessCall,
+    Recording,
+    SessionEnd,
+    SessionStart,
+    StoreSnapshot,
+    load,
+)
 from ._common import (
     CallTree,
     CommandError,

@@ -15,9 +15,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._cassette import Recording, load
-from .._describe import format_ms
-from .._entries import AgentTurn, ProcessCall, boundary_of
+from ..cassette import AgentTurn, ProcessCall, Recording, boundary_of, load
+from ..report import format_ms
 from ._common import (
     KIND_OF_TYPE,
     Progress,

@@ -18,11 +18,10 @@ from typing import Final
 
 import msgspec
 
-from .._cassette import Recording, load
-from .._describe import format_ms
-from .._entries import Blob, Entry, ProcessCall
 from .._errors import CassetteError
-from .._scrub import Scrubber
+from ..cassette import Blob, Entry, ProcessCall, Recording, load
+from ..report import format_ms
+from ..scrub import Scrubber
 from ._common import Progress, is_call, kind_of, plural, seq_ranges
 from ._scrub import scrub_entry
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final, Protocol
 
-from ..._context import worker as ambient_worker
-from ..._runner import ProcessResult, ProcessRunner
+from sessiontape import ProcessResult, ProcessRunner
+from sessiontape import worker as ambient_worker
+
 from ._agent import AgentAdapter, StepResult
 from ._store import Backlog
 

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..._record import record
-from ..._replay import ReplayTape, replay
-from ..._tape import Mode, Tape
-from ..._version import __version__
+from sessiontape import Mode, ReplayTape, Tape, __version__, record, replay
+
 from ._agent import ScriptedAgent, StepResult
 from ._orchestrator import Gardener, RunSummary, init_repository
 from ._scenarios import get_scenario
 from ._store import MUTATIONS, BacklogStore
 
 if TYPE_CHECKING:
-    from ..._report import ReplayReport
+    from sessiontape import ReplayReport
 
 __all__ = [
     "DEFAULT_SCENARIO",

@@ -1,4 +1,4 @@
-"""Clocks: the real one recording reads, and the virtual one replay runs on.
+"""The virtual clock replay runs on, and its installation into the process.
 
 Code that takes a :class:`Clock` by injection works under replay with no patching: hand it a
 :class:`FakeClock`. Code that calls ``time`` and ``datetime`` directly needs
@@ -22,21 +22,15 @@ import threading
 import time as _time
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final
 
-from ._errors import UsageError
+from .._errors import UsageError
+from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL, naive_utc
 
 if TYPE_CHECKING:
     from freezegun.api import FrozenDateTimeFactory
 
-__all__ = [
-    "IGNORED_MODULES",
-    "Clock",
-    "FakeClock",
-    "RealClock",
-    "msgspec_enc_hook",
-    "to_real_datetime",
-]
+__all__ = ["IGNORED_MODULES", "FakeClock"]
 
 #: Module prefixes that keep real time under :meth:`FakeClock.install`, on top of
 #: freezegun's own default ignore list (``threading``, ``queue``, ``multiprocessing``, ...).
@@ -51,122 +45,11 @@ IGNORED_MODULES: Final[tuple[str, ...]] = (
     "execnet",
 )
 
-_NS_PER_S: Final = 1_000_000_000
-_T = TypeVar("_T")
-
-
-def _real_class(cls: type[_T], name: str) -> type[_T]:
-    # If this module is first imported while freezegun is active, ``datetime.datetime`` is
-    # its FakeDatetime subclass; the real class is further up the MRO.
-    for klass in cls.__mro__:
-        if klass.__module__ == "datetime" and klass.__name__ == name:
-            return cast("type[_T]", klass)
-    return cls
-
-
-def _real_time_function(name: str) -> Callable[..., Any]:
-    func = getattr(_time, name)
-    if isinstance(func, types.BuiltinFunctionType):
-        return cast("Callable[..., Any]", func)
-    # Imported while freezegun had patched ``time``: it keeps the originals as ``real_*``.
-    saved = getattr(sys.modules.get("freezegun.api"), f"real_{name}", None)
-    if isinstance(saved, types.BuiltinFunctionType):
-        return cast("Callable[..., Any]", saved)
-    return cast("Callable[..., Any]", func)
-
-
-class _Originals(NamedTuple):
-    datetime: type[_dt.datetime]
-    date: type[_dt.date]
-    time: Callable[[], float]
-    time_ns: Callable[[], int]
-    monotonic: Callable[[], float]
-    monotonic_ns: Callable[[], int]
-    sleep: Callable[[float], None]
-
-
-# Held in a tuple, not as module attributes: freezegun's freeze_time() replaces every module
-# attribute that *is* a real time function or datetime class (unless the module is on its
-# ignore list, which a user's own freeze_time does not extend), and RealClock must stay real.
-_REAL: Final = _Originals(
-    datetime=_real_class(_dt.datetime, "datetime"),
-    date=_real_class(_dt.date, "date"),
-    time=_real_time_function("time"),
-    time_ns=_real_time_function("time_ns"),
-    monotonic=_real_time_function("monotonic"),
-    monotonic_ns=_real_time_function("monotonic_ns"),
-    sleep=_time.sleep,
-)
-_EPOCH_NAIVE: Final = _REAL.datetime(1970, 1, 1)
-_EPOCH_UTC: Final = _REAL.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-# The last instant a datetime can hold; a virtual wall time past it could not be read.
-_MAX_WALL_NS: Final = (_REAL.datetime.max - _EPOCH_NAIVE) // _dt.timedelta(microseconds=1) * 1000
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """What sessiontape needs from a clock; inject one to make code replayable unpatched."""
-
-    def now(self) -> _dt.datetime:
-        """Current wall-clock time as a timezone-aware UTC datetime."""
-
-    def time(self) -> float:
-        """Wall-clock seconds since the epoch, like :func:`time.time`."""
-
-    def time_ns(self) -> int:
-        """Wall-clock nanoseconds since the epoch, like :func:`time.time_ns`."""
-
-    def monotonic(self) -> float:
-        """Monotonic seconds, like :func:`time.monotonic`."""
-
-    def monotonic_ns(self) -> int:
-        """Monotonic nanoseconds, like :func:`time.monotonic_ns`."""
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, like :func:`time.sleep`."""
-
-
-class RealClock:
-    """The machine's clock, used while recording.
-
-    It calls the functions ``time`` held when this module was imported, so freezegun or an
-    installed :class:`FakeClock` never changes what it reads.
-    """
-
-    __slots__ = ()
-
-    def now(self) -> _dt.datetime:
-        """Current wall-clock time as a timezone-aware UTC datetime."""
-        return _REAL.datetime.now(_dt.timezone.utc)
-
-    def time(self) -> float:
-        """Wall-clock seconds since the epoch."""
-        return _REAL.time()
-
-    def time_ns(self) -> int:
-        """Wall-clock nanoseconds since the epoch."""
-        return _REAL.time_ns()
-
-    def monotonic(self) -> float:
-        """Monotonic seconds."""
-        return _REAL.monotonic()
-
-    def monotonic_ns(self) -> int:
-        """Monotonic nanoseconds."""
-        return _REAL.monotonic_ns()
-
-    def sleep(self, seconds: float) -> None:
-        """Really wait ``seconds``."""
-        _REAL.sleep(seconds)
-
-    def __repr__(self) -> str:
-        return "RealClock()"
-
 
 def _seconds_to_ns(seconds: float, what: str) -> int:
     # Mirror time.sleep's argument checks, so replay fails where production would have.
     if isinstance(seconds, int):
-        ns = operator.index(seconds) * _NS_PER_S
+        ns = operator.index(seconds) * NS_PER_S
     else:
         if getattr(type(seconds), "__float__", None) is None:
             raise TypeError(
@@ -180,14 +63,10 @@ def _seconds_to_ns(seconds: float, what: str) -> int:
         elif math.isinf(value):
             raise OverflowError(f"{what}: cannot move virtual time by an infinite length")
         else:
-            ns = round(value * _NS_PER_S)
+            ns = round(value * NS_PER_S)
     if ns < 0:
         raise ValueError(f"{what} length must be non-negative; virtual time never goes backwards")
     return ns
-
-
-def _naive_utc(wall_ns: int) -> _dt.datetime:
-    return _EPOCH_NAIVE + _dt.timedelta(microseconds=wall_ns // 1000)
 
 
 class FakeClock:
@@ -206,7 +85,7 @@ class FakeClock:
 
     def __init__(self, start_ns: int, mono_start_ns: int | None = None) -> None:
         start = operator.index(start_ns)
-        if not 0 <= start <= _MAX_WALL_NS:
+        if not 0 <= start <= MAX_WALL_NS:
             raise ValueError(f"start_ns={start} is outside the range a datetime can hold")
         self._lock = threading.Lock()
         self._wall_ns = start
@@ -221,11 +100,11 @@ class FakeClock:
 
     def now(self) -> _dt.datetime:
         """Virtual wall-clock time as a timezone-aware UTC datetime (microsecond precision)."""
-        return _EPOCH_UTC + _dt.timedelta(microseconds=self._wall_ns // 1000)
+        return EPOCH_UTC + _dt.timedelta(microseconds=self._wall_ns // 1000)
 
     def time(self) -> float:
         """Virtual wall-clock seconds since the epoch."""
-        return self._wall_ns / _NS_PER_S
+        return self._wall_ns / NS_PER_S
 
     def time_ns(self) -> int:
         """Virtual wall-clock nanoseconds since the epoch."""
@@ -233,7 +112,7 @@ class FakeClock:
 
     def monotonic(self) -> float:
         """Virtual monotonic seconds."""
-        return self._mono_ns / _NS_PER_S
+        return self._mono_ns / NS_PER_S
 
     def monotonic_ns(self) -> int:
         """Virtual monotonic nanoseconds."""
@@ -268,7 +147,7 @@ class FakeClock:
             self._sleeps += 1
         # A real sleep lets other threads run; without this a thread polling in a sleep
         # loop would hold the GIL and starve the workers it is waiting for.
-        _REAL.sleep(0)
+        REAL.sleep(0)
 
     def advance(self, seconds: float) -> None:
         """Move virtual wall and monotonic time forward by ``seconds`` (not counted as sleep)."""
@@ -299,10 +178,10 @@ class FakeClock:
 
     def _move_locked(self, wall_ns: int, mono_ns: int) -> None:
         # Checked before anything changes, so a failed move leaves the clock as it was.
-        if wall_ns > _MAX_WALL_NS:
+        if wall_ns > MAX_WALL_NS:
             raise OverflowError("virtual wall time would pass the largest datetime (year 9999)")
         if self._factory is not None:
-            self._factory.move_to(_naive_utc(wall_ns))
+            self._factory.move_to(naive_utc(wall_ns))
         self._wall_ns = wall_ns
         self._mono_ns = mono_ns
 
@@ -346,7 +225,7 @@ class FakeClock:
     def __repr__(self) -> str:
         return (
             f"FakeClock(now={self.now().isoformat()}, monotonic={self.monotonic():.6f}, "
-            f"sleeps={self._sleeps}, slept={self._slept_ns / _NS_PER_S:g}s)"
+            f"sleeps={self._sleeps}, slept={self._slept_ns / NS_PER_S:g}s)"
         )
 
 
@@ -440,7 +319,7 @@ def _patch_freezegun(
             _set_attr(freezegun_api, name, getter, undo)
 
     freezer = freeze_time(
-        _naive_utc(clock.time_ns()),
+        naive_utc(clock.time_ns()),
         tick=False,
         # Without it asyncio's loop reads the frozen monotonic time and every
         # asyncio.sleep() hangs forever.
@@ -461,7 +340,7 @@ def _patch_freezegun(
     with clock._lock:
         clock._factory = factory
         # Another thread may have moved the clock since freeze_time() read it.
-        factory.move_to(_naive_utc(clock._wall_ns))
+        factory.move_to(naive_utc(clock._wall_ns))
 
     def detach() -> None:
         with clock._lock:
@@ -479,7 +358,7 @@ class _ClockTime:
         self._clock = clock
 
     def __call__(self) -> _dt.datetime:
-        return _naive_utc(self._clock._wall_ns)
+        return naive_utc(self._clock._wall_ns)
 
 
 def _patch_sleep(clock: FakeClock, undo: list[Callable[[], None]]) -> None:
@@ -531,37 +410,3 @@ def _freezegun_default_ignore() -> list[str]:
     from freezegun import config
 
     return list(config.settings.default_ignore_list)
-
-
-def to_real_datetime(value: _dt.datetime) -> _dt.datetime:
-    """Return ``value`` as a plain :class:`datetime.datetime`, not a subclass.
-
-    Under :meth:`FakeClock.install`, ``datetime.now()`` returns freezegun's ``FakeDatetime``,
-    which msgspec (and anything checking ``type(x) is datetime``) refuses.
-    """
-    if type(value) is _REAL.datetime:
-        return value
-    return _REAL.datetime(
-        value.year,
-        value.month,
-        value.day,
-        value.hour,
-        value.minute,
-        value.second,
-        value.microsecond,
-        value.tzinfo,
-        fold=value.fold,
-    )
-
-
-def msgspec_enc_hook(obj: object) -> object:
-    """``enc_hook`` for msgspec encoders: turns freezegun's datetimes and dates into real ones.
-
-    Any other type raises ``TypeError``, the error msgspec itself raises for an unsupported
-    type, so callers see the same failure with or without the hook.
-    """
-    if isinstance(obj, _REAL.datetime):
-        return to_real_datetime(obj)
-    if isinstance(obj, _REAL.date):
-        return _REAL.date(obj.year, obj.month, obj.day)
-    raise TypeError(f"Encoding objects of type {type(obj).__qualname__} is unsupported")

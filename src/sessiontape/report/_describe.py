@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ._entries import (
+from ..cassette import (
     AgentTurn,
     Blob,
     Call,
@@ -18,7 +18,7 @@ from ._entries import (
     StoreMutation,
     StoreSnapshot,
 )
-from ._report import summarize_value
+from ._values import summarize_value
 
 __all__ = ["describe", "format_ms", "payload_size"]
 

@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from ._errors import UsageError
-from ._report import FieldDiff, diff_values_counted
+from .._errors import UsageError
+from ..report import FieldDiff, diff_values_counted
 
-__all__ = ["MASKED", "Noise", "compare"]
+__all__ = ["MASKED", "Matcher", "Noise", "compare"]
 
 #: What a masked field reads as on both sides.
 MASKED: Final = "<masked>"

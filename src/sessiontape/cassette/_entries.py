@@ -11,6 +11,7 @@ and comes with a reader for the previous version.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Final
 
 import msgspec
@@ -22,6 +23,7 @@ __all__ = [
     "FORMAT_VERSION",
     "AgentTurn",
     "Blob",
+    "BoundaryKind",
     "Call",
     "CallEntry",
     "Entry",
@@ -35,6 +37,7 @@ __all__ = [
     "StoreSnapshot",
     "Usage",
     "boundary_of",
+    "request_of",
 ]
 
 FORMAT_VERSION: Final = 1
@@ -42,6 +45,17 @@ FORMAT_VERSION: Final = 1
 BOUNDARY_PROCESS: Final = "process"
 BOUNDARY_AGENT: Final = "agent"
 BOUNDARY_STORE: Final = "store"
+
+
+class BoundaryKind(str, enum.Enum):
+    """How a boundary behaves on replay (the ``mode`` of a :class:`Call`).
+
+    ``substitute``: the outside world (processes, agents, HTTP) is answered from the tape.
+    ``verify``: our own state (stores, locks) runs for real and is compared with the tape.
+    """
+
+    SUBSTITUTE = "substitute"
+    VERIFY = "verify"
 
 
 class Blob(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -225,3 +239,16 @@ def boundary_of(entry: Entry) -> str | None:
     if isinstance(entry, Call):
         return entry.boundary
     return None
+
+
+def request_of(entry: CallEntry) -> dict[str, Any]:
+    """The request part of a recorded call: what replay matches today's call against.
+
+    A process call's request is its ``argv``, ``cwd``, ``env`` and ``input``; every other
+    call's is its ``method``, ``args`` and ``kwargs`` (a store's operation is its method).
+    Noise masks and report diff paths are written against these keys.
+    """
+    if isinstance(entry, ProcessCall):
+        return {"argv": entry.argv, "cwd": entry.cwd, "env": entry.env, "input": entry.input}
+    method = entry.operation if isinstance(entry, StoreMutation) else entry.method
+    return {"method": method, "args": entry.args, "kwargs": entry.kwargs}

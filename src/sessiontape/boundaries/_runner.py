@@ -1,4 +1,4 @@
-"""The process boundary's interface, its result type and the real subprocess runner."""
+"""The process boundary's interface: the runner protocol, its result type, the real runner."""
 
 from __future__ import annotations
 

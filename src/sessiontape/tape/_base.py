@@ -13,12 +13,14 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-if TYPE_CHECKING:
-    from ._clock import Clock
-    from ._report import ReplayReport
-    from ._runner import ProcessRunner
+from ..cassette import BoundaryKind
 
-__all__ = ["BoundaryKind", "Mode", "Tape"]
+if TYPE_CHECKING:
+    from .._time import Clock
+    from ..boundaries import ProcessRunner
+    from ..report import ReplayReport
+
+__all__ = ["Mode", "Tape"]
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -30,17 +32,6 @@ class Mode(str, enum.Enum):
     RECORD = "record"
     REPLAY = "replay"
     DISABLED = "disabled"
-
-
-class BoundaryKind(str, enum.Enum):
-    """How a boundary behaves on replay.
-
-    ``substitute``: the outside world (processes, agents, HTTP) is answered from the tape.
-    ``verify``: our own state (stores, locks) runs for real and is compared with the tape.
-    """
-
-    SUBSTITUTE = "substitute"
-    VERIFY = "verify"
 
 
 class Tape(abc.ABC):

@@ -1,0 +1,120 @@
+"""The entry points: ``record()``, ``replay()`` and the switches that turn recording on.
+
+These build the tapes of the front (``sessiontape.tape``) and bring in what the project's
+``sessiontape_*`` hooks contribute: extra scrubbers, noise masks, a custom matcher. The
+tapes themselves never call hooks, so the layers below know nothing of plugins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from . import _hooks
+from .cassette import DEFAULT_MAX_INLINE_BYTES, Level, Recording, load
+from .recorder import IfExists, Recorder
+from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
+from .scrub import PathRoots
+from .tape import DisabledTape, RecordTape, ReplayTape, Tape
+
+__all__ = ["ENV_VAR", "add_record_argument", "record", "record_path", "replay"]
+
+#: The environment variable that turns recording on: ``SESSIONTAPE_RECORD=PATH``.
+ENV_VAR: Final = "SESSIONTAPE_RECORD"
+
+
+def record(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    config: Any = None,
+    app_version: str | None = None,
+    entrypoint: str | None = None,
+    level: Level | str = Level.FULL,
+    if_exists: IfExists = "force",
+    roots: Mapping[str, str] | PathRoots | None = None,
+    max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES,
+    redact: bool = True,
+) -> Tape:
+    """Start recording a session to the cassette at ``path``.
+
+    With ``path=None`` the ``SESSIONTAPE_RECORD`` environment variable names the cassette;
+    when it is unset too, recording is disabled and the returned tape passes everything
+    through untouched. ``if_exists="force"`` moves an existing cassette to
+    ``NAME.old.TIMESTAMP``; ``"append"`` resumes it, continuing its seqs. ``roots`` maps
+    placeholder names to directories (``{"repo": "/srv/app"}``) in addition to the
+    defaults (the git checkout around the current directory, home, temp).
+    """
+    if path is None:
+        path = os.environ.get(ENV_VAR) or None
+    if path is None:
+        return DisabledTape()
+    recorder = Recorder(
+        path,
+        config=config,
+        app_version=app_version,
+        entrypoint=entrypoint,
+        level=level,
+        if_exists=if_exists,
+        roots=roots,
+        max_inline_bytes=max_inline_bytes,
+        redact=redact,
+        scrubbers=_hooks.scrub_functions(),
+    )
+    return RecordTape(recorder)
+
+
+def replay(
+    source: str | os.PathLike[str] | Recording,
+    *,
+    strict: bool = False,
+    noise: Noise | Sequence[str] | Mapping[str, Any] | None = None,
+    roots: Mapping[str, str] | PathRoots | None = None,
+    patch_time: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+    order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+) -> ReplayTape:
+    """Replay a cassette (a path or a loaded :class:`Recording`).
+
+    Wire the application through the returned tape exactly as when recording. ``strict``
+    raises :class:`ReplayMismatch` at the first divergence; otherwise everything is
+    collected and :meth:`ReplayTape.finish` returns the report. ``noise`` masks fields
+    that legitimately differ (``["process.env.HOME", "agent.args[0].prompt"]``, or a
+    :class:`Noise` with regex substitutions). ``roots`` names today's directories for the
+    recorded path placeholders. With ``patch_time`` (the default), entering the tape
+    makes ``time.sleep`` instant and wall-clock reads virtual.
+    """
+    recording = source if isinstance(source, Recording) else load(source)
+    engine = ReplayEngine(
+        recording,
+        strict=strict,
+        noise=Noise.coerce(noise) | _hooks.noise(),
+        matcher=_hooks.custom_matcher(),
+        roots=roots,
+        scrubbers=_hooks.scrub_functions(),
+        lookahead=lookahead,
+        order_timeout=order_timeout,
+    )
+    return ReplayTape(engine, patch_time=patch_time)
+
+
+def add_record_argument(parser: argparse.ArgumentParser, *, flag: str = "--record-session") -> None:
+    """Add ``--record-session PATH`` to an application's argparse parser.
+
+    Pair it with :func:`record_path`: ``sessiontape.record(sessiontape.record_path(args))``.
+    """
+    parser.add_argument(
+        flag,
+        metavar="PATH",
+        default=None,
+        help=f"record this run to a sessiontape cassette at PATH (or set {ENV_VAR}=PATH)",
+    )
+
+
+def record_path(
+    args: argparse.Namespace | None = None, *, dest: str = "record_session"
+) -> str | None:
+    """The cassette path asked for by ``--record-session`` or ``SESSIONTAPE_RECORD``."""
+    value = getattr(args, dest, None) if args is not None else None
+    return value or os.environ.get(ENV_VAR) or None

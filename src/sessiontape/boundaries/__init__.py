@@ -1,0 +1,44 @@
+"""The boundaries: one module per boundary, each with its record side and its replay side.
+
+A boundary is a named interface where the application meets the outside world; each call
+through it becomes one cassette entry. The presets are the process runner (``_process``,
+and ``_popen`` for code that takes no runner), the agent (``_agent``) and the store
+(``_store``); ``_user`` is the boundary users define. Every module talks to the engines
+only through the two protocols of ``_protocols``; ``_methods`` is the mechanism the
+object-wrapping boundaries share. The tape front (``sessiontape.tape``) wires them.
+"""
+
+from __future__ import annotations
+
+from ._agent import extract_usage, recording_agent, replaying_agent
+from ._methods import method_names
+from ._popen import patched_popen, recording_popen_class, replaying_popen_class
+from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, record_process
+from ._protocols import RecordSide, ReplaySide
+from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
+from ._store import recording_store, replaying_store
+from ._user import recording_boundary, replaying_boundary
+
+__all__ = [
+    "IN_PROCESS_CALL",
+    "ProcessReplay",
+    "ProcessResult",
+    "ProcessRunner",
+    "ProcessStream",
+    "RecordSide",
+    "RecordingRunner",
+    "ReplaySide",
+    "SubprocessRunner",
+    "extract_usage",
+    "method_names",
+    "patched_popen",
+    "record_process",
+    "recording_agent",
+    "recording_boundary",
+    "recording_popen_class",
+    "recording_store",
+    "replaying_agent",
+    "replaying_boundary",
+    "replaying_popen_class",
+    "replaying_store",
+]

@@ -1,0 +1,299 @@
+"""The method-call mechanism behind the agent, store and user-defined boundaries.
+
+Such a boundary wraps an object and a list of its method names. Recording, each call of a
+named method becomes one entry (built by the boundary's :data:`EntryMaker`); other
+attributes pass through. On replay a *substitute* boundary answers each call from the tape
+without calling anything, and a *verify* boundary runs the real method, in the recorded
+order, and compares its result with the tape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from .._context import parent_var
+from .._errors import UsageError
+from ..cassette import AgentTurn, Call, CallEntry, Entry, ErrorInfo, StoreMutation
+from ..recorder import Opened, common_fields
+from ..replayer import rebuild_error
+from ..report import MismatchKind, diff_values_counted
+from ..scrub import error_info, expand_data, qualname
+from ._protocols import RecordSide, ReplaySide
+
+__all__ = [
+    "Decode",
+    "EntryMaker",
+    "convert_result",
+    "method_names",
+    "recording_proxy",
+    "substitute_proxy",
+    "verify_proxy",
+]
+
+#: Builds a boundary's entry from the common call fields, the method name, the result,
+#: and whether the call raised.
+EntryMaker = Callable[[dict[str, Any], str, Any, bool], Entry]
+#: Turns a recorded (placeholder-expanded) result into what the application receives.
+Decode = Callable[[CallEntry, Any], Any]
+
+
+def method_names(value: str | Sequence[str]) -> tuple[str, ...]:
+    """The method names a boundary wraps: one name or several, at least one."""
+    names = (value,) if isinstance(value, str) else tuple(value)
+    if not names:
+        raise UsageError("name at least one method to record.")
+    return names
+
+
+def _bound_methods(target: Any, methods: tuple[str, ...], verb: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for method in methods:
+        bound = getattr(target, method, None)
+        if not callable(bound):
+            raise UsageError(
+                f"{type(target).__name__} has no method {method!r} to {verb}; the methods "
+                f"named must exist on the object (got {list(methods)!r})."
+            )
+        found[method] = bound
+    return found
+
+
+class _Proxy:
+    """Stands in for a wrapped object: named methods are wrapped, the rest pass through."""
+
+    def __init__(self, target: Any, methods: Mapping[str, Callable[..., Any]]) -> None:
+        object.__setattr__(self, "_sessiontape_target", target)
+        for name, method in methods.items():
+            object.__setattr__(self, name, method)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_sessiontape_target"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_sessiontape_target"), name, value)
+
+    def __repr__(self) -> str:
+        return f"<sessiontape proxy of {object.__getattribute__(self, '_sessiontape_target')!r}>"
+
+
+class _StandIn:
+    """The replay stand-in of a substitute boundary: only the named methods exist."""
+
+    def __init__(self, boundary: str, methods: Mapping[str, Callable[..., Any]]) -> None:
+        self._sessiontape_boundary = boundary
+        for name, method in methods.items():
+            setattr(self, name, method)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"the replay stand-in of the {self._sessiontape_boundary!r} boundary has no "
+            f"attribute {name!r}: on replay only the methods named when wiring it exist "
+            "(the object itself is not called). Name the method too, or read it elsewhere."
+        )
+
+    def __repr__(self) -> str:
+        return f"<sessiontape replay of the {self._sessiontape_boundary!r} boundary>"
+
+
+def _named(call: Callable[..., Any], method: str, doc: str | None = None) -> Callable[..., Any]:
+    call.__name__ = method
+    call.__doc__ = doc
+    return call
+
+
+# -- record side ----------------------------------------------------------------------
+
+
+def recording_proxy(
+    rec: RecordSide, target: Any, name: str, methods: tuple[str, ...], make: EntryMaker
+) -> Any:
+    """``target`` with each of ``methods`` recorded as an entry built by ``make``."""
+    wrapped = {
+        method: _recorded_method(rec, f"{name}.{method}", method, bound, make)
+        for method, bound in _bound_methods(target, methods, "record").items()
+    }
+    return _Proxy(target, wrapped)
+
+
+def _call_fields(
+    rec: RecordSide,
+    label: str,
+    opened: Opened,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    result: Any,
+    err: ErrorInfo | None,
+) -> dict[str, Any]:
+    """The fields every recorded method call has, its data made JSON-ready."""
+    fields = common_fields(opened)
+    fields["args"] = rec.data(list(args), f"{label} arguments") or []
+    fields["kwargs"] = rec.data(kwargs, f"{label} arguments") or {}
+    fields["result"] = None if err is not None else rec.data(result, label)
+    fields["error"] = err
+    fields["duration_ns"] = rec.elapsed(opened)
+    return fields
+
+
+def _recorded_method(
+    rec: RecordSide, label: str, method: str, bound: Callable[..., Any], make: EntryMaker
+) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not rec.active:
+            return bound(*args, **kwargs)
+        opened = rec.open()
+        token = parent_var.set(opened[0])
+        try:
+            result = bound(*args, **kwargs)
+        except BaseException as exc:
+            parent_var.reset(token)
+            err = error_info(exc, with_traceback=False)
+            fields = _call_fields(rec, label, opened, args, kwargs, None, err)
+            rec.write(make(fields, method, None, True))
+            raise
+        parent_var.reset(token)
+        fields = _call_fields(rec, label, opened, args, kwargs, result, None)
+        rec.write(make(fields, method, result, False))
+        return result
+
+    return _named(call, method, getattr(bound, "__doc__", None))
+
+
+# -- replay side ----------------------------------------------------------------------
+
+
+def _request(engine: ReplaySide, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Today's request as raw JSON data, in the shape of ``request_of`` a recorded call."""
+    return {"method": method, "args": engine.raw(list(args)), "kwargs": engine.raw(kwargs)}
+
+
+def _normalizer(engine: ReplaySide) -> Callable[[Mapping[str, Any], Any], Mapping[str, Any]]:
+    """Scrub a raw request the way requests were at record time (reusing the parts equal
+    to ``expected``, the head's recorded request, when there is one)."""
+
+    def normalize(raw: Mapping[str, Any], expected: Any) -> Mapping[str, Any]:
+        scrubber = engine.scrubber  # read per call: set_roots() replaces it
+        if expected is None:
+            data = scrubber.data
+            return {"method": raw["method"], "args": data(raw["args"]),
+                    "kwargs": data(raw["kwargs"])}  # fmt: skip
+        like = scrubber.data_like
+        return {
+            "method": raw["method"],
+            "args": like(raw["args"], expected["args"]),
+            "kwargs": like(raw["kwargs"], expected["kwargs"]),
+        }
+
+    return normalize
+
+
+def convert_result(engine: ReplaySide, entry: CallEntry, data: Any, target: Any) -> Any:
+    """``data`` decoded into ``target`` (a type), or as it is when ``target`` is None."""
+    if target is None:
+        return data
+    try:
+        return msgspec.convert(data, target, strict=False)
+    except msgspec.ValidationError as exc:
+        raise UsageError(
+            f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
+            f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
+            "the application uses today, or re-record."
+        ) from None
+
+
+def substitute_proxy(
+    engine: ReplaySide, boundary: str, methods: tuple[str, ...], decode: Decode
+) -> Any:
+    """A stand-in answering each of ``methods`` from the tape; nothing real is called."""
+    normalize = _normalizer(engine)
+
+    def answer(method: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            entry = engine.take(boundary, _request(engine, method, args, kwargs), normalize)
+            if entry is None:
+                raise engine.unanswered(boundary, f"{boundary}.{method}()")
+            engine.served(entry)
+            assert isinstance(entry, (AgentTurn, Call))
+            if entry.error is not None:
+                raise rebuild_error(entry.error)
+            return decode(entry, expand_data(entry.result, engine.roots))
+
+        return _named(call, method)
+
+    return _StandIn(boundary, {method: answer(method) for method in methods})
+
+
+def verify_proxy(
+    engine: ReplaySide, boundary: str, name: str, target: Any, methods: tuple[str, ...]
+) -> Any:
+    """``target`` with each of ``methods`` run for real, in recorded order, and compared."""
+    normalize = _normalizer(engine)
+
+    def verified(method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            head = engine.head(boundary)
+            if head is not None:
+                engine.wait_turn(name, boundary, head.seq)
+            entry = engine.take(boundary, _request(engine, method, args, kwargs), normalize)
+            if entry is None:
+                return bound(*args, **kwargs)
+            engine.clock_at(entry)  # our code runs now: it reads the call's start time
+            try:
+                try:
+                    result = bound(*args, **kwargs)
+                except Exception as exc:
+                    engine.served(entry)
+                    _check_result(engine, boundary, entry, None, exc)
+                    raise
+                engine.served(entry)
+                _check_result(engine, boundary, entry, result, None)
+                return result
+            finally:
+                engine.turn_done(name, entry.seq)
+
+        return _named(call, method, getattr(bound, "__doc__", None))
+
+    wrapped = {
+        method: verified(method, bound)
+        for method, bound in _bound_methods(target, methods, "verify").items()
+    }
+    return _Proxy(target, wrapped)
+
+
+def _check_result(
+    engine: ReplaySide, boundary: str, entry: CallEntry, result: Any, exc: BaseException | None
+) -> None:
+    """Compare a verify-boundary call's real result (or error) with the recorded one."""
+    assert isinstance(entry, (StoreMutation, Call))
+    if exc is not None:
+        actual: Any = {"error": {"type": qualname(type(exc)), "message": str(exc)}}
+    else:
+        raw = engine.raw(result)
+        if entry.error is None and raw == entry.result:
+            return  # equal before scrubbing, so equal after it (scrubbing is idempotent)
+        actual = {"result": engine.scrubber.data_like(raw, entry.result)}
+    if entry.error is not None:
+        expected: Any = {"error": {"type": entry.error.type, "message": entry.error.message}}
+    else:
+        expected = {"result": entry.result}
+    if expected == actual:
+        return
+    diffs, total = diff_values_counted(expected, actual)
+    label = (
+        f"{entry.store}.{entry.operation}"
+        if isinstance(entry, StoreMutation)
+        else f"{entry.boundary}.{entry.method}"
+    )
+    engine.mismatch(
+        MismatchKind.STORE_MISMATCH,
+        seq=entry.seq,
+        worker=entry.worker,
+        boundary=boundary,
+        message=f"{label} at seq {entry.seq} ran for real and gave another result than recorded.",
+        expected=expected,
+        actual=actual,
+        diffs=diffs,
+        total=total,
+    )

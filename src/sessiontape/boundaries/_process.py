@@ -1,0 +1,364 @@
+"""The process boundary: every call through a :class:`ProcessRunner`, recorded and served.
+
+Recording, :class:`RecordingRunner` wraps the application's runner and writes one
+:class:`~sessiontape.ProcessCall` per call (a streamed call when its stream closes). On
+replay :class:`ProcessReplay` is the FIFO fake runner: it checks each request against the
+head of the worker's queue and answers with the recorded result, raising the recorded
+timeout or spawn error again. ``patch_subprocess`` (``_popen.py``) records and serves
+through the same two functions, :func:`record_process` and :class:`ProcessReplay`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Final
+
+from .._context import parent_var
+from ..cassette import BOUNDARY_PROCESS, ErrorInfo, Level, ProcessCall
+from ..recorder import Opened, common_fields
+from ..replayer import rebuild_error
+from ..scrub import error_info
+from ._protocols import RecordSide, ReplaySide
+from ._runner import ProcessResult, ProcessRunner, ProcessStream
+
+__all__ = ["IN_PROCESS_CALL", "ProcessReplay", "RecordingRunner", "record_process"]
+
+#: Set while a recorded runner call runs, so a patched ``Popen`` under it is not
+#: recorded twice.
+IN_PROCESS_CALL: Final[ContextVar[bool]] = ContextVar("sessiontape_in_process_call", default=False)
+
+# -- record side ----------------------------------------------------------------------
+
+
+def record_process(
+    rec: RecordSide,
+    opened: Opened,
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    input: str | bytes | None,
+    text: bool,
+    timeout: float | None,
+    streamed: bool = False,
+    returncode: int | None = None,
+    stdout: str | bytes | None = None,
+    stderr: str | bytes | None = None,
+    timed_out: bool = False,
+    spawn_error: ErrorInfo | None = None,
+) -> None:
+    """Write one :class:`ProcessCall` for a call opened with ``rec.open()``."""
+    scrub = rec.scrubber
+    codec = rec.codec
+    rec.write(
+        ProcessCall(
+            **common_fields(opened),
+            argv=scrub.argv([os.fspath(a) for a in argv]),
+            cwd=scrub.path(os.fspath(cwd)) if cwd is not None else None,
+            env=scrub.env(env) if env is not None and rec.level is not Level.MINIMAL else None,
+            input=codec.encode(input),
+            text=text,
+            timeout=timeout,
+            streamed=streamed,
+            returncode=returncode,
+            stdout=codec.encode(stdout),
+            stderr=codec.encode(stderr),
+            timed_out=timed_out,
+            spawn_error=spawn_error,
+            duration_ns=rec.elapsed(opened),
+        )
+    )
+
+
+class RecordingRunner:
+    """A :class:`ProcessRunner` that records every call of the runner it wraps."""
+
+    def __init__(self, rec: RecordSide, inner: ProcessRunner) -> None:
+        self._rec = rec
+        self.inner = inner
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        text: bool = False,
+    ) -> ProcessResult:
+        """Run ``argv`` through the inner runner and record the call."""
+        rec = self._rec
+        if not rec.active:
+            return self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
+        opened = rec.open()
+        call: dict[str, Any] = {
+            "cwd": cwd, "env": env, "input": input, "text": text, "timeout": timeout,
+        }  # fmt: skip
+        token = parent_var.set(opened[0])
+        flag = IN_PROCESS_CALL.set(True)
+        try:
+            result = self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
+        except subprocess.TimeoutExpired as exc:
+            record_process(
+                rec, opened, argv, stdout=exc.stdout, stderr=exc.stderr, timed_out=True, **call
+            )
+            raise
+        except Exception as exc:
+            record_process(
+                rec, opened, argv, spawn_error=error_info(exc, with_traceback=False), **call
+            )
+            raise
+        finally:
+            IN_PROCESS_CALL.reset(flag)
+            parent_var.reset(token)
+        record_process(
+            rec, opened, argv, returncode=result.returncode, stdout=result.stdout,
+            stderr=result.stderr, **call,
+        )  # fmt: skip
+        return result
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        text: bool = True,
+    ) -> ProcessStream:
+        """Start ``argv`` through the inner runner; the call is recorded when it closes."""
+        rec = self._rec
+        if not rec.active:
+            return self.inner.stream(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
+        opened = rec.open()
+        call: dict[str, Any] = {
+            "cwd": cwd, "env": env, "input": input, "text": text, "timeout": timeout,
+        }  # fmt: skip
+        try:
+            inner = self.inner.stream(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
+        except Exception as exc:
+            record_process(
+                rec, opened, argv, streamed=True,
+                spawn_error=error_info(exc, with_traceback=False), **call,
+            )  # fmt: skip
+            raise
+        return _RecordingStream(rec, opened, argv, inner, call)
+
+
+class _RecordingStream(ProcessStream):
+    """Passes lines through from the real stream and records the call when it closes."""
+
+    def __init__(
+        self,
+        rec: RecordSide,
+        opened: Opened,
+        argv: Sequence[str],
+        inner: ProcessStream,
+        call: dict[str, Any],
+    ) -> None:
+        super().__init__(argv, text=call["text"])
+        self._rec = rec
+        self._opened = opened
+        self._inner = inner
+        self._call = call
+        self._seen: list[Any] = []
+
+    def _lines(self) -> Iterator[Any]:
+        for line in self._inner:
+            self._seen.append(line)
+            yield line
+
+    def _finish(self) -> None:
+        empty: str | bytes = "" if self.text else b""
+        stdout = empty.join(self._seen)
+        try:
+            self.returncode = self._inner.close()
+        except subprocess.TimeoutExpired:
+            record_process(
+                self._rec, self._opened, self.argv, streamed=True, stdout=stdout,
+                timed_out=True, **self._call,
+            )  # fmt: skip
+            raise
+        self.stderr = self._inner.stderr
+        record_process(
+            self._rec, self._opened, self.argv, streamed=True, returncode=self.returncode,
+            stdout=stdout, stderr=self.stderr, **self._call,
+        )  # fmt: skip
+
+
+# -- replay side ----------------------------------------------------------------------
+
+
+class ProcessReplay:
+    """The replay side of the process boundary: serves process calls from the tape.
+
+    One per replay, shared by the fake runner and the patched ``Popen``.
+    """
+
+    def __init__(self, engine: ReplaySide) -> None:
+        self.engine = engine
+        # Today's working directories in their recorded form (roots as placeholders):
+        # an application runs many calls in few directories. Keyed by the scrubber that
+        # made them, since set_roots() replaces it.
+        self._cwd_forms: tuple[object, dict[str, str]] = (engine.scrubber, {})
+
+    def runner(self) -> ProcessRunner:
+        """The FIFO fake runner."""
+        return _ReplayRunner(self)
+
+    def _cwd_form(self, cwd: str) -> str:
+        scrubber, cache = self._cwd_forms
+        if scrubber is not self.engine.scrubber:
+            scrubber, cache = self._cwd_forms = (self.engine.scrubber, {})
+        form = cache.get(cwd)
+        if form is None:
+            if len(cache) >= 4096:
+                cache.clear()
+            form = cache[cwd] = self.engine.scrubber.path(cwd)
+        return form
+
+    def serve(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None,
+        env: Mapping[str, str] | None,
+        input: str | bytes | None,
+    ) -> ProcessCall:
+        """Align one process request with the tape and return its entry.
+
+        Raises :class:`~sessiontape.UnrecordedCallError` when the tape has no answer for
+        it (the report already holds the mismatch).
+        """
+        engine = self.engine
+        head = engine.head(BOUNDARY_PROCESS)
+        assert head is None or isinstance(head, ProcessCall)
+        # Fast path: identical request, nothing to normalise but the working directory
+        # (today's path under a root), whose placeholder form is cached.
+        if (
+            head is not None
+            and env is None
+            and input is None
+            and head.env is None
+            and head.input is None
+            and head.argv == argv
+            and (head.cwd == cwd or (type(cwd) is str and head.cwd == self._cwd_form(cwd)))
+        ):
+            engine.take_head(BOUNDARY_PROCESS)
+            return head
+        scrub = engine.scrubber
+        request = {
+            "argv": scrub.argv([os.fspath(a) for a in argv]),
+            "cwd": scrub.path(os.fspath(cwd)) if cwd is not None else None,
+            "env": scrub.env(env) if env is not None else None,
+            "input": engine.codec.comparable(input, head.input if head is not None else None),
+        }
+        entry = engine.take(BOUNDARY_PROCESS, request)
+        if entry is None:
+            raise engine.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")
+        assert isinstance(entry, ProcessCall)
+        return entry
+
+    def output(self, entry: ProcessCall, field: str, text: bool) -> Any:
+        """The recorded ``stdout`` or ``stderr`` of ``entry`` as served today."""
+        return self.engine.payload(entry, getattr(entry, field), field, text=text)
+
+    def answer(self, entry: ProcessCall, argv: Sequence[str], text: bool) -> ProcessResult:
+        """The recorded outcome of a process call: its result, or the recorded error."""
+        self.engine.served(entry)
+        if entry.spawn_error is not None:
+            raise rebuild_error(entry.spawn_error)
+        stdout = self.output(entry, "stdout", text)
+        stderr = self.output(entry, "stderr", text)
+        if entry.timed_out:
+            raise subprocess.TimeoutExpired(
+                list(argv), entry.timeout or 0.0, output=stdout, stderr=stderr
+            )
+        empty: str | bytes = "" if text else b""
+        return ProcessResult(
+            argv,
+            entry.returncode if entry.returncode is not None else 0,
+            stdout if stdout is not None else empty,
+            stderr if stderr is not None else empty,
+            entry.duration_ns,
+        )
+
+
+class _ReplayRunner:
+    """The FIFO fake runner: answers each process call from the caller's queue."""
+
+    def __init__(self, server: ProcessReplay) -> None:
+        self._server = server
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        text: bool = False,
+    ) -> ProcessResult:
+        """Answer ``argv`` with its recorded result."""
+        server = self._server
+        entry = server.serve(argv, cwd=cwd, env=env, input=input)
+        return server.answer(entry, argv, text)
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        text: bool = True,
+    ) -> ProcessStream:
+        """Answer ``argv`` with a stream of its recorded stdout lines."""
+        server = self._server
+        entry = server.serve(argv, cwd=cwd, env=env, input=input)
+        if entry.spawn_error is not None:
+            server.engine.served(entry)
+            raise rebuild_error(entry.spawn_error)
+        # The application runs while it reads the lines: it sees the call's start time.
+        server.engine.clock_at(entry)
+        return _ReplayStream(server, entry, argv, text)
+
+
+class _ReplayStream(ProcessStream):
+    """Serves the recorded stdout of a streamed call line by line."""
+
+    def __init__(
+        self, server: ProcessReplay, entry: ProcessCall, argv: Sequence[str], text: bool
+    ) -> None:
+        super().__init__(argv, text=text)
+        self._server = server
+        self._entry = entry
+        stdout = server.output(entry, "stdout", text)
+        empty: str | bytes = "" if text else b""
+        self._stdout = stdout if stdout is not None else empty
+
+    def _lines(self) -> Iterator[Any]:
+        out: Any = self._stdout
+        stream: Any = io.StringIO(out) if self.text else io.BytesIO(out)
+        yield from stream
+
+    def _finish(self) -> None:
+        entry = self._entry
+        self._server.engine.served(entry)
+        if entry.timed_out:
+            raise subprocess.TimeoutExpired(self.argv, entry.timeout or 0.0)
+        self.returncode = entry.returncode
+        stderr = self._server.output(entry, "stderr", self.text)
+        self.stderr = stderr if stderr is not None else ("" if self.text else b"")

@@ -1,0 +1,90 @@
+"""What a boundary needs from the engines: one small protocol per side.
+
+A boundary module holds its record side and its replay side together. The record side
+talks to a :class:`RecordSide` (the recording engine), the replay side to a
+:class:`ReplaySide` (the replay engine); nothing else of the engines is used, so a new
+boundary is written against these two protocols alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .._errors import UnrecordedCallError
+    from ..cassette import CallEntry, Entry, Level, Payload, PayloadCodec, Recording
+    from ..recorder import Opened
+    from ..replayer import Normalize
+    from ..report import MismatchKind
+    from ..scrub import PathRoots, Scrubber
+
+__all__ = ["RecordSide", "ReplaySide"]
+
+
+class RecordSide(Protocol):
+    """The recording engine as a boundary's record side sees it."""
+
+    level: Level
+    scrubber: Scrubber
+    codec: PayloadCodec
+
+    @property
+    def active(self) -> bool:
+        """Whether calls are still being recorded; when not, pass calls straight through."""
+
+    def open(self) -> Opened:
+        """Start a call: reserve its seq; the result goes into the call's entry."""
+
+    def elapsed(self, opened: Opened) -> int:
+        """ns since the call ``opened`` started."""
+
+    def write(self, entry: Entry) -> None:
+        """Append the call's entry to the cassette."""
+
+    def data(self, value: Any, what: str) -> Any:
+        """``value`` as scrubbed JSON data (``what`` names it in a warning)."""
+
+
+class ReplaySide(Protocol):
+    """The replay engine as a boundary's replay side sees it."""
+
+    recording: Recording
+    roots: PathRoots
+    scrubber: Scrubber
+    codec: PayloadCodec
+
+    def head(self, boundary: str) -> CallEntry | None:
+        """The next recorded call of ``boundary`` for the calling worker, if any."""
+
+    def take_head(self, boundary: str) -> CallEntry:
+        """Take the head of the calling worker's queue (the request matched it exactly)."""
+
+    def take(
+        self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
+    ) -> CallEntry | None:
+        """The entry answering ``actual``, or ``None`` (the report says why)."""
+
+    def served(self, entry: CallEntry) -> None:
+        """Count ``entry`` as served; virtual time moves to the end of its call."""
+
+    def clock_at(self, entry: CallEntry) -> None:
+        """Move virtual time to the start of a recorded call."""
+
+    def payload(self, entry: CallEntry, stored: Payload, field: str, *, text: bool) -> Any:
+        """A recorded payload as served today."""
+
+    def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
+        """The error to raise for a call with no recorded answer."""
+
+    def mismatch(self, kind: MismatchKind, **fields: Any) -> None:
+        """Report a mismatch found by the boundary."""
+
+    def wait_turn(self, name: str, boundary: str, seq: int) -> None:
+        """Wait for the recorded turn of verify-boundary call ``seq``."""
+
+    def turn_done(self, name: str, seq: int) -> None:
+        """Verify-boundary call ``seq`` has run."""
+
+    def raw(self, value: Any) -> Any:
+        """``value`` as JSON data, not scrubbed."""

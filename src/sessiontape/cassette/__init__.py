@@ -1,0 +1,70 @@
+"""The cassette layer: the entry types, the writer, the loader and the payload forms.
+
+The bottom of sessiontape's layers: it knows the format and nothing of recording,
+replay or boundaries. Every other layer imports it through this module.
+"""
+
+from __future__ import annotations
+
+from ._entries import (
+    BOUNDARY_AGENT,
+    BOUNDARY_PROCESS,
+    BOUNDARY_STORE,
+    FORMAT_VERSION,
+    AgentTurn,
+    Blob,
+    BoundaryKind,
+    Call,
+    CallEntry,
+    Entry,
+    Error,
+    ErrorInfo,
+    Payload,
+    ProcessCall,
+    SessionEnd,
+    SessionStart,
+    StoreMutation,
+    StoreSnapshot,
+    Usage,
+    boundary_of,
+    request_of,
+)
+from ._loader import is_cassette, load, loads, truncate_torn_tail
+from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
+from ._recording import Recording
+from ._writer import CassetteWriter, encode_entry
+
+__all__ = [
+    "BOUNDARY_AGENT",
+    "BOUNDARY_PROCESS",
+    "BOUNDARY_STORE",
+    "DEFAULT_MAX_INLINE_BYTES",
+    "FORMAT_VERSION",
+    "AgentTurn",
+    "Blob",
+    "BoundaryKind",
+    "Call",
+    "CallEntry",
+    "CassetteWriter",
+    "Entry",
+    "Error",
+    "ErrorInfo",
+    "Level",
+    "Payload",
+    "PayloadCodec",
+    "ProcessCall",
+    "Recording",
+    "SessionEnd",
+    "SessionStart",
+    "StoreMutation",
+    "StoreSnapshot",
+    "Usage",
+    "boundary_of",
+    "digest",
+    "encode_entry",
+    "is_cassette",
+    "load",
+    "loads",
+    "request_of",
+    "truncate_torn_tail",
+]

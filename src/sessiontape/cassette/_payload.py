@@ -1,0 +1,117 @@
+"""Payloads on tape: the recording levels and how stdin/stdout/stderr are stored and served.
+
+A payload is kept as plain text, as exact bytes (base64) or as a digest only, depending on
+the level and its size; :class:`PayloadCodec` turns values into those forms and back.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import hashlib
+from collections.abc import Callable
+from typing import Final
+
+from .._errors import UsageError
+from ._entries import Blob, Payload
+
+__all__ = ["DEFAULT_MAX_INLINE_BYTES", "Level", "PayloadCodec", "digest"]
+
+DEFAULT_MAX_INLINE_BYTES: Final = 64 * 1024
+
+
+class Level(str, enum.Enum):
+    """How much a recording keeps.
+
+    ``minimal`` keeps metadata and timing only, ``standard`` adds sha256 digests of every
+    payload, ``full`` keeps payloads themselves: only ``full`` tapes replay.
+    """
+
+    MINIMAL = "minimal"
+    STANDARD = "standard"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, value: str | Level) -> Level:
+        """``Level`` from its name, with an error listing the valid ones."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(repr(m.value) for m in cls)
+            raise UsageError(f"unknown recording level {value!r}; use one of {valid}.") from None
+
+
+def digest(raw: bytes) -> str:
+    """``"sha256:<hex>"`` of ``raw``, the form a :class:`Blob` stores."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class PayloadCodec:
+    """Turns stdin/stdout/stderr into :data:`Payload` values and back.
+
+    ``scrub`` is applied to text before it is stored (redaction, path placeholders);
+    ``expand`` to stored text when it is served again (placeholders to today's roots).
+    """
+
+    __slots__ = ("expand", "level", "max_inline_bytes", "scrub")
+
+    def __init__(
+        self,
+        level: Level,
+        max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES,
+        scrub: Callable[[str], str] | None = None,
+        expand: Callable[[str], str] | None = None,
+    ) -> None:
+        if max_inline_bytes < 0:
+            raise UsageError(f"max_inline_bytes must be >= 0, got {max_inline_bytes!r}.")
+        self.level = level
+        self.max_inline_bytes = max_inline_bytes
+        self.scrub = scrub
+        self.expand = expand
+
+    def encode(self, value: str | bytes | None) -> Payload:
+        """The payload to store for ``value``."""
+        if value is None or self.level is Level.MINIMAL:
+            return None
+        if isinstance(value, str):
+            if self.level is Level.FULL and len(value) <= self.max_inline_bytes // 4:
+                # Fast path: even at 4 bytes a character this fits inline.
+                return self.scrub(value) if self.scrub is not None else value
+            raw = value.encode("utf-8", "surrogateescape")
+            text: str | None = value
+        else:
+            raw = bytes(value)
+            text = None
+        if self.level is Level.STANDARD or len(raw) > self.max_inline_bytes:
+            return Blob(size=len(raw), sha256=digest(raw), truncated=True)
+        if text is None:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return Blob(size=len(raw), sha256=digest(raw), b64=base64.b64encode(raw).decode())
+        return self.scrub(text) if self.scrub is not None else text
+
+    def decode(self, payload: Payload, *, text: bool) -> str | bytes | None:
+        """The value to serve for a stored payload (``None`` if it was not captured).
+
+        Raises ``LookupError`` for a truncated payload; callers turn that into a
+        :class:`~sessiontape.TruncatedPayloadError` naming the seq.
+        """
+        if payload is None:
+            return None
+        if isinstance(payload, str):
+            served = self.expand(payload) if self.expand is not None else payload
+            return served if text else served.encode("utf-8", "surrogateescape")
+        if payload.truncated or payload.b64 is None:
+            raise LookupError(payload.sha256)
+        raw = base64.b64decode(payload.b64)
+        return raw.decode("utf-8", "replace") if text else raw
+
+    def comparable(self, value: str | bytes | None, stored: Payload) -> Payload:
+        """``value`` in the stored form of ``stored``, so the two can be compared."""
+        if value is None:
+            return None
+        if isinstance(stored, Blob) and stored.truncated:
+            raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+            return Blob(size=len(raw), sha256=digest(raw), truncated=True)
+        return self.encode(value)

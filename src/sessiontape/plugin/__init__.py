@@ -1,0 +1,36 @@
+"""The pytest plugin: the ``tape`` fixture, cassettes as test items, and the options.
+
+Registered through the ``pytest11`` entry point. Everything it adds lives in one option
+group, ``sessiontape``: the two headline flags ``--record-session [DIR]`` and
+``--replay PATH``, and ``--sessiontape-*`` for the rest; each has an ini twin in
+``[tool.pytest.ini_options]`` (the command line wins).
+
+Three ways in:
+
+* the ``tape`` fixture records a test's session to ``DIR/<module>/<test>.jsonl`` the first
+  time and replays it afterwards (record modes ``once``, ``none``, ``all``, ``new``);
+* ``pytest cassettes/`` or ``pytest --replay PATH`` turns every cassette into a test item,
+  replayed through the project's ``sessiontape_replay`` hook (in ``conftest.py``);
+* ``--sessiontape-report PATH`` writes the JSON report of every replay, merged across
+  pytest-xdist workers.
+"""
+
+from __future__ import annotations
+
+from ._fixture import pytest_runtest_makereport, tape
+from ._items import CassetteFailed, CassetteFile, CassetteItem, pytest_collect_file
+from ._options import RecordMode, pytest_addoption
+from ._run import pytest_configure, pytest_report_header
+
+__all__ = [
+    "CassetteFailed",
+    "CassetteFile",
+    "CassetteItem",
+    "RecordMode",
+    "pytest_addoption",
+    "pytest_collect_file",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_makereport",
+    "tape",
+]

@@ -1,0 +1,243 @@
+"""The ``tape`` fixture and the ``sessiontape`` marker: a test's cassette, recorded the
+first time and replayed afterwards."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import pytest
+
+from .._api import record, replay
+from .._errors import SessiontapeError
+from ..replayer import Noise
+from ..report import ReplayMismatch
+from ..tape import ReplayTape, Tape
+from ._options import (
+    MARKER,
+    MARKER_KWARGS,
+    RecordMode,
+    assert_never,
+    in_ci,
+    record_mode,
+    run_settings,
+    shown_path,
+)
+from ._run import attach_report
+
+__all__ = ["pytest_runtest_makereport", "tape"]
+
+_UNSAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
+_MAX_STEM: Final = 120
+
+
+class _Active:
+    """The tape a test's ``tape`` fixture opened, and whether the test failed around it."""
+
+    __slots__ = ("failed", "tape")
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape = tape
+        #: The setup (after the fixture) or the call raised.
+        self.failed = False
+
+
+_ACTIVE: Final = pytest.StashKey[_Active]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    active = item.stash.get(_ACTIVE, None)
+    if active is None or call.when == "teardown" or call.excinfo is None:
+        return
+    active.failed = True
+    player = active.tape
+    if (
+        call.when == "call"
+        and isinstance(player, ReplayTape)
+        # A strict stop's message is the report already; a skip is no failure.
+        and not call.excinfo.errisinstance((ReplayMismatch, pytest.skip.Exception))
+    ):
+        # The failure is usually the divergence's doing (an unanswered call raises in the
+        # app): finish now, so the report joins the failure this hook is about to build.
+        player.close()
+        if player.report is not None and not player.report.ok:
+            item.add_report_section("call", "sessiontape", player.report.render())
+
+
+@dataclasses.dataclass(frozen=True)
+class _MarkerOptions:
+    """The ``sessiontape`` marker's keyword arguments, checked."""
+
+    cassette: str | None = None
+    mode: RecordMode | None = None
+    strict: bool | None = None
+    noise: Noise = dataclasses.field(default_factory=Noise)
+    roots: Mapping[str, str] | None = None
+
+
+def _marker_options(item: pytest.Item) -> _MarkerOptions:
+    """Merge the item's ``sessiontape`` markers (the closest wins per keyword)."""
+    kwargs: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers(MARKER))):
+        if mark.args:
+            _usage(item, f"takes keyword arguments only, got {mark.args!r}")
+        unknown = sorted(set(mark.kwargs) - MARKER_KWARGS)
+        if unknown:
+            known = ", ".join(sorted(MARKER_KWARGS))
+            _usage(item, f"got unknown keyword(s) {', '.join(unknown)}; it takes {known}")
+        kwargs.update(mark.kwargs)
+    cassette = kwargs.get("cassette")
+    if cassette is not None and not isinstance(cassette, (str, os.PathLike)):
+        _usage(item, f"cassette must be a path, got {cassette!r}")
+    mode = kwargs.get("mode")
+    problem: str | None = None
+    if mode is not None:
+        try:
+            mode = record_mode(mode.value if isinstance(mode, RecordMode) else str(mode))
+        except argparse.ArgumentTypeError as exc:
+            problem = f"mode: {exc}"
+    if problem is not None:  # raised out of the except block: no chained traceback
+        _usage(item, problem)
+    strict = kwargs.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        _usage(item, f"strict must be True or False, got {strict!r}")
+    noise = Noise()
+    try:
+        noise = Noise.coerce(kwargs.get("noise"))
+    except (SessiontapeError, TypeError, ValueError) as exc:
+        problem = f"noise: {exc}"
+    if problem is not None:
+        _usage(item, problem)
+    roots = kwargs.get("roots")
+    if roots is not None and not (
+        isinstance(roots, Mapping) and all(isinstance(k, str) for k in roots)
+    ):
+        _usage(item, f"roots must map placeholder names to directories, got {roots!r}")
+    return _MarkerOptions(
+        cassette=os.fspath(cassette) if cassette is not None else None,
+        mode=mode,
+        strict=strict,
+        noise=noise,
+        roots=roots,
+    )
+
+
+def _usage(item: pytest.Item, problem: str) -> NoReturn:
+    pytest.fail(f"@pytest.mark.{MARKER} on {item.nodeid}: {problem.rstrip('.')}.", pytrace=False)
+
+
+def _safe_stem(name: str) -> str:
+    """A file name for a test name: parametrize ids may hold any character."""
+    safe = _UNSAFE_FILENAME.sub("_", name)
+    if safe == name and len(safe) <= _MAX_STEM:
+        return safe
+    # Two ids can clean up to the same name ([a/b] and [a_b]): a digest keeps them apart.
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[:_MAX_STEM]}-{digest}"
+
+
+def _default_cassette_path(item: pytest.Item, cassette_dir: Path) -> Path:
+    """``cassette_dir/<module path relative to the rootdir, no .py>/<test name>.jsonl``."""
+    try:
+        module = item.path.relative_to(item.config.rootpath)
+    except ValueError:
+        module = Path(item.path.name)
+    test = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    stem = _safe_stem(test.replace("::", "."))
+    return cassette_dir / module.with_suffix("") / f"{stem}.jsonl"
+
+
+def _record_command(item: pytest.Item) -> str:
+    return f"pytest {shlex.quote(item.nodeid)} --record-session"
+
+
+@pytest.fixture
+def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
+    """A :class:`sessiontape.Tape` for this test: replaying its cassette, or recording it.
+
+    The cassette is ``<cassette dir>/<module>/<test>.jsonl`` or the marker's ``cassette=``.
+    Record mode ``once`` (the default) replays an existing cassette and records a missing
+    one; under CI a missing cassette fails instead. Wire the code under test through the
+    tape; at teardown a replay that diverged fails the test with the report.
+    """
+    item = request.node
+    assert isinstance(item, pytest.Item)
+    settings = run_settings(item.config)
+    options = _marker_options(item)
+    if options.cassette is not None:
+        path = settings.cassette_dir / options.cassette
+    else:
+        path = _default_cassette_path(item, settings.cassette_dir)
+    exists = path.is_file()
+
+    # A marker's mode="none" pins a cassette (a production tape): never overwritten.
+    if options.mode is RecordMode.NONE:
+        mode = RecordMode.NONE
+    elif settings.record_session:
+        mode = RecordMode.ALL
+    else:
+        mode = options.mode or settings.mode
+    if mode is RecordMode.ALL:
+        recording = True
+    elif mode is RecordMode.NONE:
+        recording = False
+    elif mode is RecordMode.ONCE or mode is RecordMode.NEW:
+        recording = not exists
+    else:
+        assert_never(mode)
+
+    shown = shown_path(path, item.config)
+    if not recording and not exists:
+        if options.mode is RecordMode.NONE:
+            how = (
+                f"the {MARKER} marker pins it (mode='none'): put the tape there (record it "
+                "with sessiontape.record(...), or copy a production tape)."
+            )
+        else:
+            how = f"record it with: {_record_command(item)}"
+        pytest.fail(
+            f"no cassette at {shown} and record mode 'none' replays only; {how}",
+            pytrace=False,
+        )
+    if recording and not exists and in_ci() and not settings.record_session:
+        pytest.fail(
+            f"no cassette at {shown}, and CI is set, so sessiontape does not record one "
+            "here. Record it locally and commit it: " + _record_command(item),
+            pytrace=False,
+        )
+
+    strict = options.strict if options.strict is not None else settings.strict
+    if recording:
+        # Replace, do not move aside: the cassette is under version control, and a
+        # NAME.old.* file per --record-session run would litter the cassette dir.
+        path.unlink(missing_ok=True)
+        recorder = record(path, entrypoint=item.nodeid, roots=options.roots)
+        active = item.stash[_ACTIVE] = _Active(recorder)
+        with recorder:
+            yield recorder
+        if active.failed:
+            # A tape of a failed test would be replayed by the next run as if it were
+            # right: drop it, so that run records afresh.
+            path.unlink(missing_ok=True)
+        return
+
+    player = replay(
+        path, strict=strict, noise=Noise(settings.noise) | options.noise, roots=options.roots
+    )
+    active = item.stash[_ACTIVE] = _Active(player)
+    with player:
+        yield player
+    # Leaving the block finished the replay, if the failed test had not already.
+    report = player.report
+    assert report is not None
+    attach_report(item, report)
+    if not report.ok and not active.failed:
+        pytest.fail(report.render(), pytrace=False)

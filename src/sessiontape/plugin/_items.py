@@ -1,0 +1,159 @@
+"""Cassettes as test items: ``pytest cassettes/`` and ``pytest --replay PATH``.
+
+Each cassette becomes one :class:`CassetteItem`, replayed through the project's
+``sessiontape_replay`` hook; a divergence fails the item with the rendered report.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import pluggy
+import pytest
+
+from .. import _hooks
+from .._api import replay
+from .._errors import SessiontapeError
+from ..cassette import is_cassette
+from ..report import ReplayMismatch, ReplayReport
+from ..tape import ReplayTape
+from ._options import read_header, recorded_by_fixture, run_settings, shown_path
+from ._run import attach_report
+
+__all__ = ["CassetteFailed", "CassetteFile", "CassetteItem", "pytest_collect_file"]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
+    # A cassette named on the command line is collected whatever its suffix, and even
+    # when a tape fixture recorded it (the item then says which test replays it).
+    if file_path.suffix != ".jsonl" and not parent.session.isinitpath(file_path):
+        return None
+    if not is_cassette(file_path):
+        return None
+    if recorded_by_fixture(file_path) and not parent.session.isinitpath(file_path):
+        return None
+    file: CassetteFile = CassetteFile.from_parent(parent, path=file_path)
+    return file
+
+
+class CassetteFile(pytest.File):
+    """A cassette file: collects one :class:`CassetteItem`."""
+
+    def collect(self) -> Iterator[CassetteItem]:
+        yield CassetteItem.from_parent(self, name=self.path.stem)
+
+
+class CassetteFailed(SessiontapeError):
+    """A cassette item failed: its replay diverged, or it could not be replayed.
+
+    ``report`` is the replay's report when there is one.
+    """
+
+    def __init__(self, message: str, report: ReplayReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class CassetteItem(pytest.Item):
+    """One cassette, replayed through the ``sessiontape_replay`` hook."""
+
+    def runtest(self) -> None:
+        settings = run_settings(self.config)
+        shown = shown_path(self.path, self.config)
+        recorded_by = recorded_by_fixture(self.path)
+        if recorded_by is not None:
+            raise CassetteFailed(
+                f"{shown} was recorded by the `tape` fixture of {recorded_by}; that test "
+                f"replays it: pytest {shlex.quote(recorded_by)}"
+            )
+        player: ReplayTape | None = None
+        handled = False
+        try:
+            player = replay(self.path, strict=settings.strict, noise=settings.noise)
+            with player:
+                hook = _hooks.get_plugin_manager().hook
+                try:
+                    result = hook.sessiontape_replay(tape=player, recording=player.recording)
+                except BaseException:
+                    # An implementation ran the application and it raised: handled,
+                    # whether the tape swallows it (the recorded crash) or not.
+                    handled = True
+                    raise
+                # Returning None means "not mine"; a hook that finished the tape but
+                # forgot to return still handled it.
+                handled = result is not None or player.report is not None
+                if handled and player.report is None:
+                    _finish_with(player, result)
+        except ReplayMismatch as exc:  # strict: stopped at the first divergence
+            self._fail(exc.report)
+        except SessiontapeError as exc:
+            # An unanswered call or a truncated payload: the report says where it happened.
+            if player is None or player.report is None:
+                # The cassette could not be loaded; CassetteError names the file and line.
+                raise CassetteFailed(str(exc)) from None
+            self._fail(player.report, str(exc))
+        except Exception:
+            if player is not None and player.report is not None:
+                attach_report(self, player.report)
+                self.add_report_section("call", "sessiontape", player.report.render())
+            raise
+        if not handled:
+            raise CassetteFailed(
+                f"no sessiontape_replay hook handled {shown}: implement "
+                "sessiontape_replay(tape, recording) in conftest.py (wire the application "
+                "through the tape, run it, and return its outcome, or anything but None)"
+            )
+        assert player.report is not None
+        if not player.report.ok:
+            self._fail(player.report)
+        attach_report(self, player.report)
+
+    def _fail(self, report: ReplayReport, error: str | None = None) -> NoReturn:
+        attach_report(self, report)
+        message = report.render()
+        if error is not None:
+            message = f"{message}\n\nthe replay stopped with: {error}"
+        raise CassetteFailed(message, report)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """A failed replay as its rendered report (first divergence first, no traceback);
+        an application crash as the traceback of the hook and the code below it."""
+        if isinstance(excinfo.value, CassetteFailed):
+            return str(excinfo.value)
+        # The application crashed in the hook: show its frames, not pytest's and pluggy's.
+        traceback = excinfo.traceback
+        for i, entry in enumerate(traceback):
+            if entry.frame.code.raw is CassetteItem.runtest.__code__:
+                excinfo.traceback = (
+                    traceback[i + 1 :].filter(_outside_pluggy).filter(excinfo) or traceback
+                )
+                break
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
+        header = read_header(self.path)
+        run = header.run_id if header is not None else "?"
+        return self.path, None, f"cassette: {self.name} run {run}"
+
+
+_PLUGGY_DIR: Final = Path(pluggy.__file__).parent
+
+
+def _outside_pluggy(entry: Any) -> bool:
+    return _PLUGGY_DIR not in Path(entry.path).parents
+
+
+def _finish_with(player: ReplayTape, result: Any) -> None:
+    """Finish a replay the hook did not finish, comparing its returned outcome.
+
+    ``True`` only says "handled"; an outcome is compared only when one was recorded.
+    """
+    end = player.recording.end
+    if result is True or end is None or end.outcome is None:
+        player.finish()
+    else:
+        player.finish(result)

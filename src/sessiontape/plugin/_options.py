@@ -1,0 +1,290 @@
+"""The plugin's options: one group, ``--record-session``, ``--replay`` and
+``--sessiontape-*``, each value checked by argparse, with its ini twin; and the settings
+they resolve to."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Final, NoReturn
+
+import msgspec
+import pytest
+
+from .._errors import SessiontapeError
+from ..cassette import SessionStart, is_cassette
+from ..replayer import Noise
+
+__all__ = [
+    "MARKER",
+    "MARKER_KWARGS",
+    "REPORT_PROPERTY",
+    "SETTINGS",
+    "USE_CASSETTE_DIR",
+    "RecordMode",
+    "Settings",
+    "assert_never",
+    "fixture_nodeid",
+    "in_ci",
+    "pytest_addoption",
+    "read_header",
+    "record_mode",
+    "recorded_by_fixture",
+    "run_settings",
+    "shown_path",
+]
+
+
+class RecordMode(str, enum.Enum):
+    """What the ``tape`` fixture does with a test's cassette.
+
+    ``once``: replay it when it exists, record it when it does not. ``none``: replay only;
+    a missing cassette fails the test. ``all``: record every time. ``new``: record only
+    missing cassettes (for an existing one, the same as ``once``).
+    """
+
+    ONCE = "once"
+    NONE = "none"
+    ALL = "all"
+    NEW = "new"
+
+
+#: The value of ``--record-session`` given without DIR: "use the cassette dir setting".
+#: A string, so the option value stays a plain picklable ``str | None``.
+USE_CASSETTE_DIR: Final = ""
+MARKER: Final = "sessiontape"
+MARKER_KWARGS: Final = frozenset({"cassette", "mode", "strict", "noise", "roots"})
+REPORT_PROPERTY: Final = "sessiontape_report"
+#: A ``tape`` fixture records the test's node id as the entrypoint (``tests/x.py::test``);
+#: an application records its command line, which never starts like this.
+_NODEID_ENTRYPOINT: Final = re.compile(r"^[^\s:]+\.py::")
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    raise AssertionError(f"unhandled value {value!r}")  # pragma: no cover
+
+
+# -- option values ------------------------------------------------------------------------
+# argparse calls these ``type=`` callables; ArgumentTypeError becomes pytest's usage error
+# ("error: argument --replay: ..."), so a bad value stops the run before anything happens.
+
+
+def record_mode(value: str) -> RecordMode:
+    """``--sessiontape-mode`` (and the ini key): one of the :class:`RecordMode` values."""
+    try:
+        return RecordMode(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(m.value for m in RecordMode)
+        raise argparse.ArgumentTypeError(
+            f"unknown record mode {value!r}; use one of {choices}."
+        ) from None
+
+
+def _record_dir(value: str) -> str:
+    """``--record-session DIR``: refuses a test path swallowed as DIR."""
+    if not value.strip():
+        # The const of a bare --record-session (argparse converts it too).
+        return USE_CASSETTE_DIR
+    # nargs="?" makes argparse take the next word as DIR: in `pytest --record-session
+    # tests/test_app.py::test_one` that is the test the user meant to select.
+    if "::" in value or value.endswith(".py"):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} looks like a test, not a cassette directory. Put the flag after "
+            f"the tests (pytest {shlex.quote(value)} --record-session), or name the "
+            "directory with --record-session=DIR."
+        )
+    return value
+
+
+def _replay_path(value: str) -> str:
+    """``--replay PATH``: an existing cassette file or folder."""
+    path = Path(value)
+    if path.is_dir():
+        return value
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such cassette file or folder.")
+    if not is_cassette(path):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a sessiontape cassette (its first line is not a "
+            "session_start entry)."
+        )
+    return value
+
+
+def _report_path(value: str) -> str:
+    """``--sessiontape-report PATH``: a file to write, not a directory."""
+    if not value.strip() or Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is a directory; name a .json file.")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sessiontape", "sessiontape: record and replay sessions")
+    group.addoption(
+        "--record-session",
+        dest="sessiontape_record_session",
+        nargs="?",
+        const=USE_CASSETTE_DIR,
+        default=None,
+        type=_record_dir,
+        metavar="DIR",
+        help="record the session of every test using the `tape` fixture to "
+        "DIR/<module>/<test>.jsonl (default DIR: the sessiontape_cassette_dir setting, "
+        "'cassettes'), replacing existing cassettes. Put it after the tests to select.",
+    )
+    group.addoption(
+        "--replay",
+        dest="sessiontape_replay",
+        action="append",
+        default=[],
+        type=_replay_path,
+        metavar="PATH",
+        help="replay this cassette, or every cassette in this folder, as test items through "
+        "the sessiontape_replay hook (repeatable). Collects these paths instead of the "
+        "default ones.",
+    )
+    group.addoption(
+        "--sessiontape-mode",
+        dest="sessiontape_mode",
+        default=None,
+        type=record_mode,
+        metavar="{once,none,all,new}",
+        help="record mode of the `tape` fixture: once (default: replay when the cassette "
+        "exists, else record), none (replay only), all (always record), new (record "
+        "missing cassettes only).",
+    )
+    group.addoption(
+        "--sessiontape-strict",
+        dest="sessiontape_strict",
+        action="store_true",
+        default=None,
+        help="stop every replay at its first divergence.",
+    )
+    group.addoption(
+        "--sessiontape-report",
+        dest="sessiontape_report",
+        default=None,
+        type=_report_path,
+        metavar="PATH",
+        help="write the JSON report of every replayed cassette to PATH.",
+    )
+    parser.addini(
+        "sessiontape_cassette_dir",
+        "directory of the `tape` fixture's cassettes, relative to the rootdir.",
+        default="cassettes",
+    )
+    parser.addini(
+        "sessiontape_record_mode",
+        "record mode of the `tape` fixture: once, none, all or new.",
+        default=RecordMode.ONCE.value,
+    )
+    parser.addini("sessiontape_strict", "stop every replay at its first divergence.", type="bool")
+    parser.addini(
+        "sessiontape_noise",
+        "noise masks applied to every replay, one per line (process.env.HOME).",
+        type="linelist",
+    )
+
+
+# -- settings -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The resolved options of one pytest run (command line over ini over defaults)."""
+
+    mode: RecordMode
+    #: ``--record-session`` was given: every ``tape`` test records.
+    record_session: bool
+    cassette_dir: Path
+    strict: bool
+    noise: tuple[str, ...]
+    report: Path | None
+    replay: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        invocation = config.invocation_params.dir
+        record_dir: str | None = config.getoption("sessiontape_record_session")
+        if record_dir:
+            cassette_dir = invocation / record_dir
+        else:
+            cassette_dir = base / str(config.getini("sessiontape_cassette_dir"))
+        mode: RecordMode | None = config.getoption("sessiontape_mode")
+        if mode is None:
+            ini_mode = str(config.getini("sessiontape_record_mode"))
+            try:
+                mode = record_mode(ini_mode)
+            except argparse.ArgumentTypeError as exc:
+                raise pytest.UsageError(f"sessiontape_record_mode: {exc}") from None
+        strict: bool | None = config.getoption("sessiontape_strict")
+        if strict is None:
+            strict = bool(config.getini("sessiontape_strict"))
+        noise = tuple(str(m) for m in config.getini("sessiontape_noise"))
+        try:
+            Noise(noise)
+        except SessiontapeError as exc:
+            raise pytest.UsageError(f"sessiontape_noise: {exc}") from None
+        report: str | None = config.getoption("sessiontape_report")
+        return cls(
+            mode=mode,
+            record_session=record_dir is not None,
+            cassette_dir=cassette_dir.resolve(),
+            strict=strict,
+            noise=noise,
+            report=(invocation / report).resolve() if report else None,
+            replay=tuple(config.getoption("sessiontape_replay")),
+        )
+
+
+SETTINGS: Final = pytest.StashKey[Settings]()
+
+
+def run_settings(config: pytest.Config) -> Settings:
+    return config.stash[SETTINGS]
+
+
+def in_ci() -> bool:
+    value = os.environ.get("CI", "").strip().lower()
+    return value not in ("", "false", "0")
+
+
+def shown_path(path: Path, config: pytest.Config) -> str:
+    """``path`` as the user would type it: relative to where pytest was started."""
+    try:
+        return os.path.relpath(path, config.invocation_params.dir)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def read_header(path: Path) -> SessionStart | None:
+    """The cassette's first line, or ``None`` when it is not a readable header."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(1 << 20)
+        return msgspec.json.decode(first, type=SessionStart)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def fixture_nodeid(header: SessionStart | None) -> str | None:
+    """The test whose ``tape`` fixture recorded this cassette, if one did."""
+    entrypoint = header.entrypoint if header is not None else None
+    if entrypoint and _NODEID_ENTRYPOINT.match(entrypoint):
+        return entrypoint
+    return None
+
+
+def recorded_by_fixture(path: Path) -> str | None:
+    """The test whose ``tape`` fixture recorded the cassette at ``path``, if one did.
+
+    Its test replays such a cassette; the ``sessiontape_replay`` hook knows nothing of that
+    test, so a folder of cassettes leaves it out.
+    """
+    return fixture_nodeid(read_header(path))

@@ -1,0 +1,170 @@
+"""The run: the plugin configured for one pytest run, its header line, and the reports.
+
+The ``sessiontape_*`` hooks live in sessiontape's own plugin manager (pytest only registers
+``pytest_*`` implementations), so the run mirrors every conftest and plugin pytest
+registers into it, and writes ``--sessiontape-report`` at the end, merged across xdist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import pluggy
+import pytest
+
+from .. import _hooks
+from ..cassette import is_cassette
+from ..report import ReplayReport
+from ._options import (
+    MARKER,
+    REPORT_PROPERTY,
+    SETTINGS,
+    Settings,
+    read_header,
+    recorded_by_fixture,
+    run_settings,
+    shown_path,
+)
+
+__all__ = ["attach_report", "pytest_configure", "pytest_report_header"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(cassette=None, mode=None, strict=None, noise=None, roots=None): "
+        "settings of the `tape` fixture for this test: cassette path (relative to the "
+        "cassette dir), record mode (once, none, all, new), strict replay, noise masks, "
+        "path roots.",
+    )
+    settings = Settings.from_config(config)
+    config.stash[SETTINGS] = settings
+    if settings.replay:
+        # Collect exactly the cassettes asked for, not the testpaths; paths given as
+        # arguments as well are kept.
+        if config.args_source is pytest.Config.ArgsSource.ARGS:
+            config.args = [*config.args, *settings.replay]
+        else:
+            config.args = list(settings.replay)
+    run = _RunPlugin(config, settings)
+    # A cleanup runs even when configuring fails later (a conftest with a bad hook
+    # signature): the outer run's hooks must come back whatever happens here.
+    config.add_cleanup(run.teardown)
+    config.pluginmanager.register(run, _RunPlugin.NAME)
+    run.configured = True
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    settings = run_settings(config)
+    mode = "all (--record-session)" if settings.record_session else settings.mode.value
+    cassettes = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/") + "/"
+    lines = [f"sessiontape: mode={mode}, cassettes={cassettes}, strict={settings.strict}"]
+    for value in settings.replay:
+        path = Path(value)
+        if path.is_dir():
+            count = sum(
+                1 for p in path.rglob("*.jsonl") if is_cassette(p) and not recorded_by_fixture(p)
+            )
+            lines.append(f"replay: {value} ({count} cassettes)")
+        else:
+            header = read_header(path)
+            run = header.run_id if header is not None else "?"
+            lines.append(f"replay: {value} (run {run})")
+    return lines
+
+
+class _RunPlugin:
+    """Per-run state: the ``sessiontape_*`` hooks mirrored from pytest, and the reports.
+
+    Registered in ``pytest_configure`` and removed in ``pytest_unconfigure``, so nothing
+    outlives its run. Runs nest (pytester runs pytest inside a test), and the sessiontape
+    plugin manager is process-wide: an inner run takes the outer run's conftest hooks out
+    of it while it runs and puts them back when it ends.
+    """
+
+    NAME: Final = "sessiontape-run"
+    #: The runs configured in this process, innermost last.
+    _active: list[_RunPlugin] = []  # noqa: RUF012 - shared on purpose, see above
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.reports: list[dict[str, Any]] = []
+        self._mirrored: list[tuple[object, str | None]] = []
+        #: Set once registered: the plugins registered before are all replayed by then.
+        self.configured = False
+        if self._active:
+            self._active[-1]._suspend()
+        self._active.append(self)
+
+    def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
+        # pytest calls this for every plugin and conftest, the earlier ones included (the
+        # hook is historic), so the project's `sessiontape_*` functions reach our manager.
+        pm = _hooks.get_plugin_manager()
+        if pm.is_registered(plugin):
+            return
+        try:
+            _hooks.register(plugin, plugin_name)
+        except pluggy.PluginValidationError as exc:
+            # pluggy names the file and shows the bad definition; pytest shows a usage
+            # error, or a collection error (conftests found while collecting), as bare text.
+            message = f"sessiontape: {exc}"
+            if self.configured:
+                raise pytest.Collector.CollectError(message) from None
+            raise pytest.UsageError(message) from None
+        if pm.is_registered(plugin):
+            self._mirrored.append((plugin, plugin_name))
+
+    def _suspend(self) -> None:
+        for plugin, _ in self._mirrored:
+            _hooks.unregister(plugin)
+
+    def _resume(self) -> None:
+        # pytest has no "plugin unregistered" hook: skip what left pytest meanwhile.
+        self._mirrored = [
+            (plugin, name)
+            for plugin, name in self._mirrored
+            if self.config.pluginmanager.is_registered(plugin)
+        ]
+        for plugin, name in self._mirrored:
+            _hooks.register(plugin, name)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Workers attach each replay's report to the item; on the xdist controller (or in
+        # a plain run) the teardown report carries all of them exactly once.
+        if self.settings.report is None or report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == REPORT_PROPERTY and isinstance(value, dict):
+                self.reports.append(value)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        target = self.settings.report
+        if target is None or hasattr(self.config, "workerinput"):
+            return
+        reports = sorted(self.reports, key=lambda r: str(r.get("nodeid", "")))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+
+    def teardown(self) -> None:
+        """Take this run's hooks out and give the outer run its own back (idempotent)."""
+        if self not in self._active:
+            return
+        self._suspend()
+        self._mirrored.clear()
+        innermost = self._active[-1] is self
+        self._active.remove(self)
+        if innermost and self._active:
+            self._active[-1]._resume()
+        if self.config.pluginmanager.is_registered(self):
+            self.config.pluginmanager.unregister(self)
+
+
+def attach_report(item: pytest.Item, report: ReplayReport) -> None:
+    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist)."""
+    if run_settings(item.config).report is None:
+        return
+    item.user_properties.append((REPORT_PROPERTY, {"nodeid": item.nodeid, **report.to_dict()}))

@@ -1,0 +1,219 @@
+"""The recording engine: seq allocation, the data policy and the write path.
+
+A :class:`Recorder` owns one cassette. Boundaries ask it to :meth:`~Recorder.open` a call
+(which reserves the call's seq and notes when, where and inside which call it started),
+build their entry from the call's outcome, and hand it to :meth:`~Recorder.write`. Every
+value a boundary records goes through :meth:`~Recorder.data` (JSON-ready, scrubbed) or the
+payload codec (levels, digests, scrubbed text) first, so nothing unscrubbed reaches disk.
+
+Recording is observability, never the critical path: whatever goes wrong inside it (an
+unwritable directory, a full disk, a value with no JSON form) gives one
+:class:`~sessiontape.RecordingWarning` and the application goes on unharmed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import os
+import platform
+import socket
+import threading
+import time
+import uuid
+import warnings
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from .._context import parent_var, worker_var
+from .._errors import RecordingWarning, UsageError
+from .._version import __version__
+from ..cassette import (
+    DEFAULT_MAX_INLINE_BYTES,
+    CassetteWriter,
+    Entry,
+    Error,
+    Level,
+    PayloadCodec,
+    SessionEnd,
+    SessionStart,
+)
+from ..scrub import PathRoots, Scrubber, Unencodable, format_traceback, qualname, to_data
+from ._target import IF_EXISTS, IfExists, default_entrypoint, prepare
+
+__all__ = ["COMMON_FIELDS", "Opened", "Recorder", "common_fields"]
+
+#: What :meth:`Recorder.open` returns: ``(seq, ts_ns, mono_ns, worker, thread, parent)``.
+Opened = tuple[int, int, int, str, str, "int | None"]
+#: The names of the fields of :data:`Opened`, the fields every entry has.
+COMMON_FIELDS: Final = ("seq", "ts_ns", "mono_ns", "worker", "thread", "parent")
+
+
+def common_fields(opened: Opened) -> dict[str, Any]:
+    """The fields every entry has, from a call's :data:`Opened`, as entry keyword arguments."""
+    return dict(zip(COMMON_FIELDS, opened, strict=True))
+
+
+# Module globals rather than attributes: the hot path reads them once per call, and tests
+# pin the recorder's time by replacing them.
+_time_ns: Final = time.time_ns
+_mono_ns: Final = time.monotonic_ns
+_current_thread: Final = threading.current_thread
+
+
+class Recorder:
+    """The engine behind a recording tape: one cassette, its seqs and its write path."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        config: Any = None,
+        app_version: str | None = None,
+        entrypoint: str | None = None,
+        level: Level | str = Level.FULL,
+        if_exists: IfExists = "force",
+        roots: Mapping[str, str] | PathRoots | None = None,
+        max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES,
+        redact: bool = True,
+        scrubbers: Sequence[Callable[[str], str]] = (),
+    ) -> None:
+        if if_exists not in IF_EXISTS:
+            raise UsageError(f"if_exists must be 'force' or 'append', got {if_exists!r}.")
+        self.path = Path(path)
+        self.level = Level.parse(level)
+        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
+        self.scrubber = Scrubber(self.roots, redact=redact, extra=scrubbers)
+        self.codec = PayloadCodec(self.level, max_inline_bytes, scrub=self.scrubber.text)
+        self._counts: Counter[str] = Counter()
+        self._warned: set[str] = set()
+        self._finished = False
+        self._started_mono = _mono_ns()
+        target = prepare(self.path, if_exists)
+        #: Where ``if_exists="force"`` moved the previous cassette, if there was one.
+        self.moved_to = target.moved_to
+        self.run_id = target.run_id or uuid.uuid4().hex
+        self._seq = itertools.count(target.first_seq)
+        appending = target.run_id is not None
+        self._writer = CassetteWriter(self.path, append=appending)
+        if not appending:
+            self.write(
+                SessionStart(
+                    **common_fields(self.open()),
+                    run_id=self.run_id,
+                    recorded_at=_dt.datetime.now(_dt.timezone.utc).isoformat(),
+                    sessiontape_version=__version__,
+                    app_version=app_version,
+                    entrypoint=entrypoint if entrypoint is not None else default_entrypoint(),
+                    config=self.data(config, "config"),
+                    level=self.level.value,
+                    host=socket.gethostname(),
+                    platform=platform.platform(),
+                    python=platform.python_version(),
+                    roots=self.roots.as_dict(),
+                )
+            )
+
+    # -- the write path ---------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """Whether calls are still being recorded (false after a failure or the end)."""
+        return self._writer.active and not self._finished
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many entries of each kind were written so far."""
+        return dict(self._counts)
+
+    def open(self) -> Opened:
+        """Start a call: reserve its seq and note when, where and inside what it started.
+
+        Seqs are reserved at the start, so they give the order replay serves calls in and
+        a call's children can name it as their ``parent`` while it is still open.
+        """
+        return (
+            next(self._seq),
+            _time_ns(),
+            _mono_ns(),
+            worker_var.get(),
+            _current_thread().name,
+            parent_var.get(),
+        )
+
+    @staticmethod
+    def elapsed(opened: Opened) -> int:
+        """ns since the call ``opened`` started: its duration when it has just ended."""
+        return _mono_ns() - opened[2]
+
+    def write(self, entry: Entry) -> None:
+        """Append ``entry`` to the cassette (one flushed line; thread-safe)."""
+        self._counts[entry.__struct_config__.tag] += 1  # type: ignore[index]
+        self._writer.write(entry)
+
+    def warn_once(self, key: str, message: str) -> None:
+        """Emit ``message`` as a :class:`RecordingWarning`, once per ``key``."""
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(f"sessiontape: {message}", RecordingWarning, stacklevel=4)
+
+    def data(self, value: Any, what: str) -> Any:
+        """``value`` as scrubbed JSON data; an unencodable value becomes its repr."""
+        if self.level is Level.MINIMAL:
+            return None
+        try:
+            data = to_data(value)
+        except Unencodable as exc:
+            self.warn_once(
+                f"unencodable:{what}",
+                f"{what} has no JSON form ({exc}); it was recorded as its repr and will not "
+                "replay. Make it a dataclass, msgspec Struct or plain data.",
+            )
+            return {"$repr": repr(value)}
+        return self.scrubber.data(data)
+
+    # -- ending -----------------------------------------------------------------------
+
+    def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
+        """Write an :class:`Error` entry for an exception that escaped the session."""
+        if not self.active:
+            return
+        trace = format_traceback(type(exc), exc, tb or exc.__traceback__)
+        self.write(
+            Error(
+                **common_fields(self.open()),
+                type=qualname(type(exc)),
+                message=self.scrubber.text(str(exc)),
+                traceback=self.scrubber.text(trace),
+            )
+        )
+
+    def finish(self, outcome: Any = None) -> None:
+        """Write ``SessionEnd`` with ``outcome`` (JSON-ready data or a dataclass/Struct)."""
+        if self._finished:
+            return
+        if self._writer.active:
+            opened = self.open()
+            counts = dict(self._counts)
+            counts["session_end"] = counts.get("session_end", 0) + 1
+            self.write(
+                SessionEnd(
+                    **common_fields(opened),
+                    outcome=self.data(outcome, "outcome"),
+                    counts=counts,
+                    duration_ns=opened[2] - self._started_mono,
+                )
+            )
+        self._finished = True
+
+    def close(self, exc: BaseException | None = None, tb: TracebackType | None = None) -> None:
+        """End the recording: a crash (``exc``) is recorded and leaves no ``SessionEnd``."""
+        if exc is not None and not self._finished:
+            self.record_error(exc, tb)
+            # A crash leaves no SessionEnd: the tape then loads as a crashed session.
+            self._finished = True
+        self.finish()
+        self._writer.close()

@@ -1,0 +1,29 @@
+"""The replay engine: queues, alignment, ordering, the virtual clock and the outcome.
+
+Boundaries serve calls through :class:`ReplayEngine` (see ``boundaries/``). It never
+imports the recording engine, nor the recording engine it.
+"""
+
+from __future__ import annotations
+
+from ._align import Normalize
+from ._clock import IGNORED_MODULES, FakeClock
+from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine
+from ._match import MASKED, Matcher, Noise, compare
+from ._rebuild import rebuild_error, resolve_result_type
+
+__all__ = [
+    "DEFAULT_LOOKAHEAD",
+    "DEFAULT_ORDER_TIMEOUT",
+    "IGNORED_MODULES",
+    "MASKED",
+    "UNSET",
+    "FakeClock",
+    "Matcher",
+    "Noise",
+    "Normalize",
+    "ReplayEngine",
+    "compare",
+    "rebuild_error",
+    "resolve_result_type",
+]

@@ -1,0 +1,236 @@
+"""The replay engine: a loaded tape served to today's code, and the report of it.
+
+The recording is indexed once into one FIFO queue per (boundary, worker). Boundaries ask
+the engine to :meth:`~ReplayEngine.take` the entry answering a request (alignment, in
+``_align.py``), then mark it :meth:`~ReplayEngine.served` (which moves the virtual clock).
+Verify boundaries also wait for their recorded turn (``_order.py``). :meth:`finish` runs
+the final checks and builds the report (``_outcome.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from .._context import worker_var
+from .._errors import TruncatedPayloadError, UnrecordedCallError, UsageError
+from ..cassette import CallEntry, Level, Payload, PayloadCodec, Recording
+from ..report import MismatchKind, ReplayMismatch, ReplayReport
+from ..scrub import PathRoots, Scrubber, Unencodable, to_data
+from ._align import Aligner, Normalize
+from ._clock import FakeClock
+from ._index import TapeIndex
+from ._match import Matcher, Noise
+from ._order import Sequencer
+from ._outcome import Outcome
+
+__all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"]
+
+#: How many entries ahead of the queue head a request may match before it counts as a
+#: mismatch (the recorded calls in between are reported as unconsumed).
+DEFAULT_LOOKAHEAD: Final = 8
+#: Real seconds a verify-boundary call waits for its recorded turn before giving up.
+DEFAULT_ORDER_TIMEOUT: Final = 2.0
+#: ``finish()`` called without an outcome: nothing to compare.
+UNSET: Final[Any] = object()
+
+
+class ReplayEngine:
+    """Serves one recording: queues, alignment, ordering, the clock and the outcome."""
+
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        strict: bool = False,
+        noise: Noise | None = None,
+        matcher: Matcher | None = None,
+        roots: Mapping[str, str] | PathRoots | None = None,
+        scrubbers: Sequence[Callable[[str], str]] = (),
+        lookahead: int = DEFAULT_LOOKAHEAD,
+        order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+    ) -> None:
+        level = Level.parse(recording.header.level)
+        if level is not Level.FULL:
+            raise UsageError(
+                f"{recording.path}: the cassette was recorded at level {level.value!r}, which "
+                "keeps no payloads; only level 'full' tapes replay. Re-record with level='full'."
+            )
+        self.recording = recording
+        self._scrubbers = tuple(scrubbers)
+        self.clock = FakeClock(recording.header.ts_ns, recording.header.mono_ns)
+        self._index = index = TapeIndex(recording)
+        self.loaded = index.loaded
+        self._outcome = Outcome(recording, strict=strict, loaded=index.loaded, hidden=index.hidden)
+        self._aligner = Aligner(
+            recording,
+            index,
+            self._outcome,
+            noise=noise or Noise(),
+            matcher=matcher,
+            lookahead=lookahead,
+        )
+        self._sequencers = {
+            name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
+        }
+        self._set_roots(roots)
+
+    # -- settings ---------------------------------------------------------------------
+
+    @property
+    def strict(self) -> bool:
+        """Whether the first mismatch stops the replay with :class:`ReplayMismatch`."""
+        return self._outcome.strict
+
+    @property
+    def noise(self) -> Noise:
+        """The noise masks and patterns every request comparison applies."""
+        return self._aligner.noise
+
+    @property
+    def lookahead(self) -> int:
+        """How far ahead of its queue's head a request may match."""
+        return self._aligner.lookahead
+
+    @property
+    def report(self) -> ReplayReport | None:
+        """The report, once :meth:`finish` has run."""
+        return self._outcome.report
+
+    def _set_roots(self, roots: Mapping[str, str] | PathRoots | None) -> None:
+        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
+        self.scrubber = Scrubber(self.roots, extra=self._scrubbers)
+        self.codec = PayloadCodec(Level.FULL, scrub=self.scrubber.text, expand=self.roots.expand)
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Name today's directories for the recorded path placeholders (before any call)."""
+        if self._outcome.started:
+            raise UsageError(
+                "set_roots() must come before the first replayed call: requests already "
+                "matched were normalised with the old roots."
+            )
+        self._set_roots(roots)
+
+    # -- serving ----------------------------------------------------------------------
+
+    def head(self, boundary: str) -> CallEntry | None:
+        """The next recorded call of ``boundary`` for the calling worker, if any."""
+        queue = self._index.queues.get((boundary, worker_var.get()))
+        return queue[0] if queue else None
+
+    def take_head(self, boundary: str) -> CallEntry:
+        """Take the head of the calling worker's queue: a request known to match it."""
+        worker = worker_var.get()
+        head = self._index.queues[(boundary, worker)].popleft()
+        self._outcome.position[worker] = head.seq
+        return head
+
+    def take(
+        self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
+    ) -> CallEntry | None:
+        """The entry answering ``actual``, or ``None`` (the mismatch is in the report)."""
+        return self._aligner.take(boundary, actual, normalize)
+
+    def served(self, entry: CallEntry) -> None:
+        """Count ``entry`` as served and move virtual time to the end of its call.
+
+        A substituted call runs no code of ours, so nothing can read the time between its
+        start and its end: one move, to the end, serves both.
+        """
+        self._outcome.served.append(entry.seq)
+        duration = entry.duration_ns
+        self.clock.advance_to(entry.ts_ns + duration, entry.mono_ns + duration)
+
+    def clock_at(self, entry: CallEntry) -> None:
+        """Move virtual time to the start of a recorded call (our code runs in it)."""
+        self.clock.advance_to(entry.ts_ns, entry.mono_ns)
+
+    def payload(self, entry: CallEntry, stored: Payload, field: str, *, text: bool) -> Any:
+        """A recorded payload as served today (placeholders expanded)."""
+        try:
+            return self.codec.decode(stored, text=text)
+        except LookupError as exc:
+            raise TruncatedPayloadError(seq=entry.seq, field=field, digest=str(exc)) from None
+
+    def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
+        """The error raised when a call has no recorded answer."""
+        worker = worker_var.get()
+        return UnrecordedCallError(
+            f"sessiontape: worker {worker!r}: {what} has no recorded answer on "
+            f"{self.recording.path}; see the replay report.",
+            boundary=boundary,
+            worker=worker,
+        )
+
+    def mismatch(self, kind: MismatchKind, **fields: Any) -> None:
+        """Report a mismatch a boundary found (see :meth:`Outcome.mismatch`)."""
+        self._outcome.mismatch(kind, **fields)
+
+    # -- ordering of verify boundaries --------------------------------------------------
+
+    def wait_turn(self, name: str, boundary: str, seq: int) -> None:
+        """Wait until the recorded call ``seq`` of store ``name`` is next in its order."""
+        sequencer = self._sequencers.get(name)
+        if sequencer is None or sequencer.broken:
+            return
+        waited_on = sequencer.wait_turn(seq)
+        if waited_on is not None:
+            self.mismatch(
+                MismatchKind.ORDER_MISMATCH,
+                seq=waited_on,
+                worker=worker_var.get(),
+                boundary=boundary,
+                message=f"{name}: the recorded call at seq {waited_on} never came, so "
+                f"the calls of {name} can no longer run in the recorded order; the rest "
+                "of this replay runs them as they come.",
+            )
+
+    def turn_done(self, name: str, seq: int) -> None:
+        """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
+        sequencer = self._sequencers.get(name)
+        if sequencer is not None:
+            sequencer.done(seq)
+
+    # -- data -------------------------------------------------------------------------
+
+    @staticmethod
+    def raw(value: Any) -> Any:
+        """``value`` as JSON data, not yet scrubbed (an unencodable value as its repr)."""
+        if not value and (type(value) is dict or type(value) is list):
+            return type(value)()
+        try:
+            return to_data(value)
+        except Unencodable:
+            return {"$repr": repr(value)}
+
+    def data(self, value: Any) -> Any:
+        """``value`` as JSON data scrubbed as at record time."""
+        return self.scrubber.data(self.raw(value))
+
+    # -- ending -----------------------------------------------------------------------
+
+    def finish(self, outcome: Any = UNSET) -> ReplayReport:
+        """Run the final checks and return the report (raising in strict mode if not ok)."""
+        done = self._outcome
+        if done.report is not None:
+            return done.report
+        if outcome is not UNSET and self.recording.end is not None:
+            done.check_outcome(self.data(outcome))
+        done.check_no_crash()
+        done.check_unconsumed(self._index.queues)
+        done.report = done.build_report()
+        if done.strict and not done.report.ok:
+            raise ReplayMismatch(done.report)
+        return done.report
+
+    def close(self, exc: BaseException | None) -> bool:
+        """Finish the replay; return whether ``exc`` reproduces the recorded crash."""
+        done = self._outcome
+        reproduced = exc is not None and done.check_crash(exc, self.scrubber)
+        if done.report is None and not isinstance(exc, ReplayMismatch):
+            strict, done.strict = done.strict, False
+            try:
+                self.finish()
+            finally:
+                done.strict = strict
+        return reproduced

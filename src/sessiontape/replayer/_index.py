@@ -1,0 +1,79 @@
+"""The tape indexed for replay: one FIFO queue per (boundary, worker).
+
+Calls recorded *inside* a substituted call (the ``claude`` process an agent turn spawned)
+are left out: replay answers the outer call from the tape, so the inner ones never happen.
+Verify-boundary calls are also listed per store in their recorded global order, which
+replay keeps (see ``_order.py``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+from ..cassette import (
+    BOUNDARY_AGENT,
+    BOUNDARY_PROCESS,
+    BOUNDARY_STORE,
+    AgentTurn,
+    BoundaryKind,
+    Call,
+    CallEntry,
+    ProcessCall,
+    Recording,
+    StoreMutation,
+)
+
+__all__ = ["QueueKey", "TapeIndex"]
+
+#: ``(boundary, worker)``: the key of one replay queue.
+QueueKey = tuple[str, str]
+
+_SUBSTITUTE: Final = BoundaryKind.SUBSTITUTE.value
+
+
+class TapeIndex:
+    """The calls of a recording in per-(boundary, worker) queues, built in one pass."""
+
+    __slots__ = ("hidden", "last_seq", "loaded", "queues", "verify_order")
+
+    def __init__(self, recording: Recording) -> None:
+        queues: dict[QueueKey, deque[CallEntry]] = {}
+        substituted: set[int] = set()
+        hidden: set[int] = set()
+        verify_order: dict[str, list[int]] = {}
+        for entry in recording.calls:
+            parent = entry.parent
+            if parent is not None and (parent in substituted or parent in hidden):
+                hidden.add(entry.seq)
+                continue
+            kind = type(entry)
+            # The presets by exact type first: this loop runs over every call of the tape.
+            if kind is ProcessCall or kind is AgentTurn:
+                boundary = BOUNDARY_PROCESS if kind is ProcessCall else BOUNDARY_AGENT
+                substituted.add(entry.seq)
+            elif kind is StoreMutation:
+                boundary = BOUNDARY_STORE
+                verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
+            else:
+                assert isinstance(entry, Call)
+                boundary = entry.boundary
+                if entry.mode == _SUBSTITUTE:
+                    substituted.add(entry.seq)
+                else:
+                    verify_order.setdefault(boundary, []).append(entry.seq)
+            key = (boundary, entry.worker)
+            queue = queues.get(key)
+            if queue is None:
+                queue = queues[key] = deque()
+            queue.append(entry)
+        #: The queues, consumed from the left as calls are served.
+        self.queues = queues
+        #: Seqs of calls nested in substituted calls: never expected on replay.
+        self.hidden = hidden
+        #: Per store (or verify boundary), the seqs of its calls in recorded order.
+        self.verify_order = verify_order
+        #: How many calls there are to replay.
+        self.loaded = sum(len(q) for q in queues.values())
+        #: The seq of the last call of each queue, for "exhausted" messages.
+        self.last_seq = {key: q[-1].seq for key, q in queues.items()}

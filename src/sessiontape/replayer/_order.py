@@ -1,0 +1,52 @@
+"""Ordering: verify-boundary calls (store mutations) run in their recorded global order."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+__all__ = ["Sequencer"]
+
+
+class Sequencer:
+    """Makes verify-boundary calls of one store run in their recorded global order.
+
+    Concurrent workers race for shared state; replaying a store faithfully means letting
+    them through in the order production saw. A call waits (real time, bounded) until
+    every earlier recorded call of the same store has run.
+    """
+
+    def __init__(self, seqs: Sequence[int], timeout: float) -> None:
+        self._index = {seq: i for i, seq in enumerate(seqs)}
+        self._done = bytearray(len(seqs))
+        self._cursor = 0
+        self._cond = threading.Condition()
+        self._timeout = timeout
+        #: Set once a call waited in vain: the rest of the replay runs calls as they come.
+        self.broken = False
+
+    def wait_turn(self, seq: int) -> int | None:
+        """Wait until ``seq`` is next; return the seq it waited on in vain, or None."""
+        index = self._index.get(seq)
+        if index is None or self.broken:
+            return None
+        if self._cursor >= index:  # its turn already (the cursor only moves forward)
+            return None
+        with self._cond:
+            ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
+            if not ok:
+                self.broken = True
+                self._cond.notify_all()
+                return next(s for s, i in self._index.items() if i == self._cursor)
+        return None
+
+    def done(self, seq: int) -> None:
+        """Mark ``seq`` as run, letting the next recorded call through."""
+        index = self._index.get(seq)
+        if index is None:
+            return
+        with self._cond:
+            self._done[index] = 1
+            while self._cursor < len(self._done) and self._done[self._cursor]:
+                self._cursor += 1
+            self._cond.notify_all()

@@ -1,0 +1,278 @@
+"""The outcome of a replay: the mismatches as they happen, the final checks, the report.
+
+Mismatches are kept in timeline order: each is placed just after the last entry served to
+its worker, so the first one in the report is the cause, not a downstream consequence,
+and the order does not depend on how threads interleaved.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._context import worker_var
+from .._errors import UnrecordedCallError
+from ..cassette import CallEntry, Error, Recording, request_of
+from ..report import (
+    Candidate,
+    FieldDiff,
+    Mismatch,
+    MismatchKind,
+    ReplayMismatch,
+    ReplayReport,
+    compute_ok,
+    describe,
+    diff_values_counted,
+    suggest_next_step,
+)
+from ..scrub import Scrubber, qualname
+from ._index import QueueKey
+
+__all__ = ["Outcome"]
+
+_perf_ns: Final = time.perf_counter_ns
+#: The pseudo-boundary of whole-session checks (outcome, crash).
+_SESSION: Final = "session"
+
+
+class Outcome:
+    """Collects a replay's mismatches and builds its :class:`ReplayReport`.
+
+    ``strict`` makes the first mismatch raise :class:`ReplayMismatch`, except while the
+    final report is being built (:meth:`collect`).
+    """
+
+    def __init__(self, recording: Recording, *, strict: bool, loaded: int, hidden: set[int]):
+        self.recording = recording
+        self.strict = strict
+        self.loaded = loaded
+        self._hidden = hidden
+        self._lock = threading.Lock()
+        self._mismatches: list[tuple[float, int, Mismatch]] = []
+        #: seq of the last entry served to each worker: where a divergence happens.
+        self.position: dict[str, int] = {}
+        #: The seqs served, in order (list.append is atomic: no lock on the hot path).
+        self.served: list[int] = []
+        self._extra = 0
+        self._started_perf = _perf_ns()
+        self.crash_checked = False
+        self.report: ReplayReport | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether any call was served or any mismatch found yet."""
+        return bool(self.served or self._mismatches)
+
+    def count_extra(self) -> None:
+        """Count a call that had no recorded entry to answer it."""
+        with self._lock:
+            self._extra += 1
+
+    def mismatch(
+        self,
+        kind: MismatchKind,
+        *,
+        seq: int | None,
+        worker: str,
+        boundary: str,
+        message: str,
+        expected: Any = None,
+        actual: Any = None,
+        diffs: list[FieldDiff] | None = None,
+        total: int = 0,
+        nearest: Candidate | None = None,
+        position: float | None = None,
+    ) -> None:
+        """Record a mismatch (and raise :class:`ReplayMismatch` in strict mode).
+
+        ``position`` orders the report: by default just after the last entry served to
+        the worker, which is where its run left the tape.
+        """
+        diffs = diffs or []
+        if position is None:
+            position = self.position.get(worker, -1) + 0.5
+        found = Mismatch(
+            kind=kind,
+            seq=seq,
+            worker=worker,
+            boundary=boundary,
+            message=message,
+            expected=expected,
+            actual=actual,
+            diffs=diffs,
+            nearest=nearest,
+            next_step=suggest_next_step(kind, boundary, worker, diffs),
+            omitted_diffs=max(0, total - len(diffs)),
+        )
+        with self._lock:
+            self._mismatches.append((position, len(self._mismatches), found))
+        if self.strict:
+            raise ReplayMismatch(self.build_report())
+
+    def collect(self, kind: MismatchKind, **fields: Any) -> None:
+        """Like :meth:`mismatch` but never raises: used while building the final report."""
+        strict, self.strict = self.strict, False
+        try:
+            self.mismatch(kind, **fields)
+        finally:
+            self.strict = strict
+
+    # -- the final checks -----------------------------------------------------------
+
+    def check_outcome(self, actual: Any) -> None:
+        """Compare the session's outcome (scrubbed data) with the recorded one."""
+        end = self.recording.end
+        if end is None or actual == end.outcome:
+            return
+        diffs, total = diff_values_counted(end.outcome, actual)
+        self.collect(
+            MismatchKind.OUTCOME_MISMATCH,
+            seq=end.seq,
+            worker=end.worker,
+            boundary=_SESSION,
+            message="the session ended with another outcome than recorded.",
+            expected=end.outcome,
+            actual=actual,
+            diffs=diffs,
+            total=total,
+            position=end.seq,
+        )
+
+    def check_no_crash(self) -> None:
+        """The replay ended normally: a recorded crash was then not reproduced."""
+        recorded = self.recording.error
+        if self.crash_checked or recorded is None:
+            return
+        self.crash_checked = True
+        self._crash_mismatch(
+            recorded,
+            f"the recorded session crashed with {recorded.type}: {recorded.message}, but the "
+            "replay did not crash.",
+            None,
+        )
+
+    def _crash_mismatch(
+        self,
+        recorded: Error,
+        message: str,
+        actual: dict[str, str] | None,
+        diffs: list[FieldDiff] | None = None,
+        total: int = 0,
+    ) -> None:
+        """A mismatch against the recorded crash, placed where it happened."""
+        self.collect(
+            MismatchKind.ERROR_MISMATCH,
+            seq=recorded.seq,
+            worker=recorded.worker,
+            boundary=_SESSION,
+            message=message,
+            expected={"type": recorded.type, "message": recorded.message},
+            actual=actual,
+            diffs=diffs,
+            total=total,
+            position=recorded.seq,
+        )
+
+    def check_unconsumed(self, queues: Mapping[QueueKey, deque[CallEntry]]) -> None:
+        """Every recorded call left in a queue was never made."""
+        for (boundary, worker), queue in queues.items():
+            while queue:
+                entry = queue.popleft()
+                self.collect(
+                    MismatchKind.UNCONSUMED,
+                    seq=entry.seq,
+                    worker=worker,
+                    boundary=boundary,
+                    message=f"the recorded call {describe(entry)} was never made.",
+                    expected=request_of(entry),
+                    position=entry.seq,
+                )
+
+    def check_crash(self, exc: BaseException, scrubber: Scrubber) -> bool:
+        """Compare an exception that escaped the replay with the recorded crash.
+
+        Returns whether it is the recorded crash reproduced (then it is swallowed).
+        """
+        self.crash_checked = True
+        recorded = self.recording.error
+        if isinstance(exc, ReplayMismatch):
+            return False
+        actual = {"type": qualname(type(exc)), "message": scrubber.text(str(exc))}
+        if isinstance(exc, UnrecordedCallError):
+            # The missing answer is already a mismatch of its own; say what it means
+            # for a recorded crash, and add nothing otherwise.
+            if recorded is not None:
+                self._crash_mismatch(
+                    recorded,
+                    f"the recorded session crashed with {recorded.type}: {recorded.message}, "
+                    "but the replay ran past that point (and then made a call the tape has "
+                    "no answer for).",
+                    actual,
+                )
+            return False
+        if recorded is None:
+            self.collect(
+                MismatchKind.ERROR_MISMATCH,
+                seq=None,
+                worker=worker_var.get(),
+                boundary=_SESSION,
+                message=f"the replay crashed with {actual['type']}: {actual['message']}, but "
+                "the recorded session did not crash.",
+                expected=None,
+                actual=actual,
+            )
+            return False
+        expected = {"type": recorded.type, "message": recorded.message}
+        if expected == actual:
+            return True
+        diffs, total = diff_values_counted(expected, actual)
+        self._crash_mismatch(
+            recorded,
+            f"the replay crashed with {actual['type']}: {actual['message']}, not with the "
+            f"recorded {recorded.type}: {recorded.message}.",
+            actual,
+            diffs,
+            total,
+        )
+        return False
+
+    # -- the report -----------------------------------------------------------------
+
+    def _context_for(self, first: Mismatch | None) -> list[str]:
+        if first is None or first.seq is None:
+            return []
+        before = [
+            e
+            for e in self.recording.calls
+            if e.seq < first.seq and e.worker == first.worker and e.seq not in self._hidden
+        ]
+        return [describe(e) for e in before[-3:]]
+
+    def build_report(self) -> ReplayReport:
+        """The report of everything found so far."""
+        with self._lock:
+            mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
+            consumed = len(self.served)
+            extra = self._extra
+        unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
+        rec = self.recording
+        report = ReplayReport(
+            cassette=rec.path,
+            run_id=rec.header.run_id,
+            ok=compute_ok(mismatches, consumed),
+            strict=self.strict,
+            loaded=self.loaded,
+            consumed=consumed,
+            unconsumed=unconsumed,
+            extra=extra,
+            mismatches=mismatches,
+            recorded_duration_ns=rec.duration_ns,
+            replay_duration_ns=_perf_ns() - self._started_perf,
+            crashed=rec.crashed,
+            workers=rec.worker_ids(),
+        )
+        report.context = self._context_for(report.first)
+        return report

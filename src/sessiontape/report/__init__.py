@@ -1,0 +1,39 @@
+"""The report layer: what a replay found, as data and as text.
+
+The mismatch model and :class:`ReplayReport`, the field diff whose paths are noise masks,
+next steps, and one-line descriptions of entries. It reads cassette entries and knows
+nothing of how a replay runs; the replay engine, the pytest plugin and the CLI build on it.
+"""
+
+from __future__ import annotations
+
+from ._advice import suggest_next_step
+from ._describe import describe, format_ms, payload_size
+from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
+from ._model import Candidate, FieldDiff, Mismatch, MismatchKind, compute_ok, mask_path
+from ._report import ReplayMismatch, ReplayReport
+from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
+
+__all__ = [
+    "MISSING",
+    "MISSING_TEXT",
+    "NEAREST_SCAN_LIMIT",
+    "Candidate",
+    "FieldDiff",
+    "Mismatch",
+    "MismatchKind",
+    "ReplayMismatch",
+    "ReplayReport",
+    "compute_ok",
+    "describe",
+    "diff_values",
+    "diff_values_counted",
+    "format_ms",
+    "jsonable",
+    "mask_path",
+    "nearest_candidate",
+    "payload_size",
+    "safe_repr",
+    "suggest_next_step",
+    "summarize_value",
+]

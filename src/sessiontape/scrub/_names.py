@@ -1,0 +1,91 @@
+"""Secret *names*: the variables, options and keys whose values are secrets.
+
+A name is split into words by ``_``, ``-``, ``.``, digits and camelCase humps, so that
+``API_KEY``, ``api-key`` and ``apiKey`` all hold the word KEY while ``KEYBOARD`` and
+``MONKEY`` do not. A value found by its name becomes :data:`REDACTED_MARK`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Final
+
+__all__ = [
+    "REDACTED_MARK",
+    "SECRET_ENV_NAME",
+    "is_secret_name",
+    "is_secret_option",
+    "redaction_mark",
+]
+
+#: What a value found by its secret *name* (env var, option, dict key, assignment) becomes.
+#: Token-shaped secrets become ``[REDACTED:<kind>]`` (see :func:`redaction_mark`); both
+#: start with ``"[REDACTED"``.
+REDACTED_MARK: Final = "[REDACTED]"
+
+
+def redaction_mark(kind: str | None = None) -> str:
+    """The text a redacted secret is replaced with: ``[REDACTED]`` or ``[REDACTED:<kind>]``."""
+    return REDACTED_MARK if kind is None else f"[REDACTED:{kind}]"
+
+
+# MONKEY is deliberately *not* secret: glued words are only recognised for the usual
+# prefixes (APIKEY, ACCESSKEY, ...). Words that are unmistakable wherever they occur
+# (PASSWORD, SECRET, CREDENTIAL, ...) match inside glued names too.
+
+_WORD_START: Final = r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z]))"
+_WORD_END: Final = r"(?:(?![A-Za-z])|(?<=[a-z])(?=[A-Z]))"
+
+_SECRET_WORDS: Final = (
+    # Unmistakable wherever they occur: DBPASSWORD, clientSecret, GOOGLE_CREDENTIALS.
+    r"(?i:password|passwd|passphrase|secret|credential|cookie|private|signature)"
+    # TOKEN must end a word (TOKENIZERS_PARALLELISM and input_tokens are not secret) but
+    # may be glued behind another word (GHTOKEN, AUTHTOKEN, accessToken).
+    rf"|(?i:token){_WORD_END}"
+    # KEY is a word of its own or glued behind a usual prefix; KEYBOARD, MONKEY are not.
+    rf"|(?:{_WORD_START}|(?i:api|access|auth|app|client|license|master|signing|encryption"
+    rf"|ssh|gpg|pgp))(?i:keys?){_WORD_END}"
+    # Short words only as words of their own: BYPASS, AUTHOR, PWDX are not secret. PWD alone
+    # is the working directory and is excluded below.
+    rf"|{_WORD_START}(?i:pass|pwd|o?auth(?:orization)?|session(?:id)?|dsn){_WORD_END}"
+)
+
+# Whole names that hold a secret word yet are well known not to be secret: the shell's
+# working directory, desktop-session plumbing, identifiers called "key", token counts.
+_NOT_SECRET_NAMES: Final = (
+    r"(?i:pwd|key|keys|ssh_auth_sock|gpg_agent_info|desktop_session|session_manager"
+    r"|xdg_session_[a-z_]+|dbus_session_bus_address"
+    r"|.*?(?:sort|cache|primary|foreign|partition|routing|lookup|idempotency|dedupe?|group"
+    r"|hash|range|shard|object|row|hot)[_.-]?keys?"
+    r"|.*?tokens?[_.-]?(?:count|counts|usage|limit|limits|budget|type|estimate)s?)"
+)
+
+#: Matches environment variable names (and dict keys, option names) that hold secrets:
+#: TOKEN, KEY, SECRET, PASSWORD, PASSWD, PASS, AUTH, COOKIE, CREDENTIAL, SESSION, PRIVATE,
+#: SIGNATURE, DSN as words of the name, in any case. Use ``SECRET_ENV_NAME.search(name)``.
+SECRET_ENV_NAME: Final[re.Pattern[str]] = re.compile(
+    rf"^(?!{_NOT_SECRET_NAMES}\Z).*?(?:{_SECRET_WORDS})", re.DOTALL
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """Whether a variable, option or key called ``name`` holds a secret (see ``SECRET_ENV_NAME``).
+
+    Cached: environments and JSON documents repeat the same few hundred names.
+    """
+    return SECRET_ENV_NAME.search(name) is not None
+
+
+# Options whose value names where a secret lives rather than holding it, or that are flags
+# taking no value at all: ``--password-file PATH``, ``--password-stdin``, ``--no-auth``,
+# ``gh auth login --with-token``.
+_INDIRECT_OPTION: Final = re.compile(
+    r"^(?:no|with|without)-|[_-](?:file|path|dir|env|stdin|cmd|command|helper)$", re.IGNORECASE
+)
+
+
+def is_secret_option(name: str) -> bool:
+    """Whether the value given to the long option ``--name`` is a secret."""
+    return is_secret_name(name) and _INDIRECT_OPTION.search(name) is None

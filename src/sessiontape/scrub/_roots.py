@@ -1,0 +1,212 @@
+"""Path roots: directories written as ``{name}`` placeholders, so a tape moves hosts.
+
+Paths under known roots (the repository, home, temp, a work dir) are recorded as
+``{repo}/src``; replay expands the placeholders again with today's roots.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, final
+
+from .._errors import UsageError
+
+__all__ = ["LEAF_TYPES", "PathRoots", "expand_data"]
+
+# A character that can continue a path component: ``/rootfs`` is not ``{home}fs`` for
+# home ``/root``, and ``/var/tmp`` does not hold ``{tmp}``.
+_PATH_CHAR: Final = r"[\w.~+@%#$!=-]"
+_PATH_CHAR_BEFORE: Final = r"[\w.~+@%#$!-]"  # ``--dir=/tmp/x`` holds ``{tmp}``
+_ROOT_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+_DRIVE: Final = re.compile(r"[A-Za-z]:\Z")
+
+
+def _normalize_root(path: str) -> str:
+    """``path`` without a trailing separator; ``""`` for a root that must never collapse."""
+    if path.startswith("/"):
+        path = os.path.normpath(path)
+    path = path.rstrip("/\\")
+    return "" if _DRIVE.match(path) else path
+
+
+def _is_absolute(path: str) -> bool:
+    """Absolute on POSIX or on Windows: a cassette may come from either."""
+    return path.startswith(("/", "\\")) or (len(path) > 2 and path[1] == ":" and path[2] in "/\\")
+
+
+def _git_toplevel(start: str) -> str | None:
+    """The nearest directory at or above ``start`` holding ``.git`` (a directory or a file)."""
+    current = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+@final
+class PathRoots:
+    """Named root directories, written as ``{name}`` placeholders in recorded text.
+
+    Built from a mapping of placeholder name to absolute path. Each root also matches its
+    symlink-resolved form (``/tmp`` and ``/private/tmp`` on macOS). Empty roots and ``/``
+    are ignored, so ``{"home": ""}`` switches a default root off.
+    """
+
+    __slots__ = ("_collapse_re", "_expand_re", "_placeholders", "_roots")
+
+    def __init__(self, roots: Mapping[str, str | os.PathLike[str]]) -> None:
+        self._roots: dict[str, str] = {}
+        for name, raw in roots.items():
+            if not _ROOT_NAME.match(name):
+                raise UsageError(
+                    f"path root name {name!r} cannot be a placeholder; use letters, digits, "
+                    "'_', '-' and '.', starting with a letter or '_'."
+                )
+            path = os.fspath(raw)
+            if path and not _is_absolute(path):
+                raise UsageError(
+                    f"path root {name!r} is {path!r}, a relative path; give an absolute path "
+                    f"such as {os.path.abspath(path)!r}."
+                )
+            path = _normalize_root(path)
+            if path:
+                self._roots[name] = path
+        # Every spelling of every root, longest first, so that a root inside another root
+        # ({repo} inside {tmp}) wins. Given forms come before resolved forms: when two roots
+        # share a spelling, the first one named keeps it.
+        self._placeholders: dict[str, str] = {}
+        for spelling, name in self._forms():
+            self._placeholders.setdefault(spelling, "{" + name + "}")
+        if self._placeholders:
+            # Grouped by first character, so the engine finds candidates with a fast scan
+            # for that character (usually just "/"), then tries the spellings longest first.
+            by_first: dict[str, list[str]] = {}
+            for spelling in sorted(self._placeholders, key=len, reverse=True):
+                by_first.setdefault(spelling[0], []).append(re.escape(spelling[1:]))
+            alternatives = "|".join(
+                f"{re.escape(c)}(?<!{_PATH_CHAR_BEFORE}{re.escape(c)})(?:{'|'.join(rests)})"
+                for c, rests in by_first.items()
+            )
+            # One capturing group: split() hands back the roots found, all in C.
+            self._collapse_re: re.Pattern[str] | None = re.compile(
+                f"((?:{alternatives}))(?!{_PATH_CHAR})"
+            )
+            names = "|".join(re.escape(n) for n in self._roots)
+            self._expand_re: re.Pattern[str] | None = re.compile(r"\{(" + names + r")\}")
+        else:
+            self._collapse_re = self._expand_re = None
+
+    def _forms(self) -> Iterator[tuple[str, str]]:
+        """(spelling, name) for every root: as given, symlinks resolved, ``/`` for ``\\``."""
+        for name, path in self._roots.items():
+            yield path, name
+        for name, path in self._roots.items():
+            resolved = _normalize_root(os.path.realpath(path)) if path.startswith("/") else ""
+            for spelling in (resolved, path.replace("\\", "/") if "\\" in path else ""):
+                if spelling and spelling != path:
+                    yield spelling, name
+
+    @classmethod
+    def default(
+        cls, repo: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]] | None = None
+    ) -> PathRoots:
+        """The usual roots: ``repo``, ``home`` and ``tmp``.
+
+        ``repo`` is the given directory, else the git checkout around the current directory
+        (found by walking up to a ``.git``), else the current directory. ``home`` is
+        ``~`` and ``tmp`` is :func:`tempfile.gettempdir`. A mapping instead of ``repo``
+        adds roots to these (or replaces them by name: ``{"repo": ..., "work": ...}``).
+        """
+        extra: Mapping[str, str | os.PathLike[str]] = {}
+        if isinstance(repo, Mapping):
+            extra, repo = repo, None
+        if repo is None:
+            cwd = os.getcwd()
+            repo = _git_toplevel(cwd) or cwd
+        roots: dict[str, str | os.PathLike[str]] = {
+            "repo": os.path.abspath(repo),
+            "home": os.path.expanduser("~"),
+            "tmp": tempfile.gettempdir(),
+        }
+        roots.update(extra)
+        return cls(roots)
+
+    def collapse(self, text: str) -> str:
+        """``text`` with every root path written as its placeholder: ``{repo}/src``.
+
+        A root is found only where it is a whole path: ``/rootfs`` keeps ``/root``.
+        """
+        pattern = self._collapse_re
+        if pattern is None:
+            return text
+        # split() is the cheap check too: with no root in the text it returns [text].
+        parts = pattern.split(text)
+        if len(parts) == 1:
+            return text
+        table = self._placeholders
+        parts[1::2] = [table[found] for found in parts[1::2]]
+        return "".join(parts)
+
+    def expand(self, text: str) -> str:
+        """``text`` with every known placeholder replaced by today's root; others stay."""
+        pattern = self._expand_re
+        if pattern is None or "{" not in text:
+            return text
+        parts = pattern.split(text)
+        if len(parts) == 1:
+            return text
+        roots = self._roots
+        parts[1::2] = [roots[name] for name in parts[1::2]]
+        return "".join(parts)
+
+    def as_dict(self) -> dict[str, str]:
+        """Placeholder name to root path, as written to the cassette header."""
+        return dict(self._roots)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PathRoots):
+            return NotImplemented
+        return self._roots == other._roots
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._roots.items()))
+
+    def __repr__(self) -> str:
+        return f"PathRoots({self._roots!r})"
+
+
+#: Types that hold no text: returned as they are by the walks over JSON-like data.
+LEAF_TYPES: Final = frozenset({int, float, bool, type(None)})
+
+
+def expand_data(obj: Any, roots: PathRoots) -> Any:
+    """JSON-like ``obj`` with placeholders expanded in every string, dict keys included."""
+    if isinstance(obj, str):
+        return roots.expand(obj)
+    # Replay calls this on every agent result: leaves with nothing to expand (numbers, text
+    # without a "{") are kept inline rather than through a call each.
+    if isinstance(obj, dict):
+        return {
+            (k if type(k) is str and "{" not in k else expand_data(k, roots)): (
+                v
+                if (type(v) is str and "{" not in v) or type(v) in LEAF_TYPES
+                else expand_data(v, roots)
+            )
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [
+            v
+            if (type(v) is str and "{" not in v) or type(v) in LEAF_TYPES
+            else expand_data(v, roots)
+            for v in obj
+        ]
+    if isinstance(obj, tuple):
+        return tuple(expand_data(v, roots) for v in obj)
+    return obj

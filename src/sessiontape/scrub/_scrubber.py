@@ -1,0 +1,212 @@
+"""The scrubber: redaction then path placeholders, applied to every recorded value.
+
+The recorder passes every payload through a :class:`Scrubber` before anything reaches
+disk; replay passes today's requests through the same one, so both sides compare alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, final
+
+from ._names import REDACTED_MARK, is_secret_name, is_secret_option
+from ._roots import LEAF_TYPES, PathRoots
+
+# Scrubber.__init__ takes a ``redact`` flag that would shadow the function.
+from ._shapes import redact as redact_text
+
+__all__ = ["Scrubber"]
+
+# Texts up to this length are remembered, up to this many (at most a few MB).
+_MEMO_MAX_CHARS: Final = 256
+_MEMO_MAX_ENTRIES: Final = 8192
+
+
+def _redact_all(obj: Any) -> Any:
+    """Every string inside ``obj`` redacted; numbers, booleans and None say no secret."""
+    if isinstance(obj, str):
+        return REDACTED_MARK if obj else obj
+    if isinstance(obj, dict):
+        return {k: _redact_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_redact_all(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_redact_all(v) for v in obj)
+    return obj
+
+
+@final
+class Scrubber:
+    """What the recorder applies to every payload: redaction, then path placeholders.
+
+    ``roots`` gives the placeholders (None: paths stay as they are). ``redact=False`` turns
+    every redaction off. ``extra`` functions run last on every text, after the built-in
+    redaction: that is how the ``sessiontape_scrubbers`` hook adds a project's own rules.
+    They must be pure functions, as short texts are scrubbed once and then remembered. The
+    same scrubber scrubs today's requests on replay, so both sides compare alike.
+    """
+
+    __slots__ = ("_collapse", "_last_env", "_memo", "_redact", "_roots", "_steps")
+
+    def __init__(
+        self,
+        roots: PathRoots | None = None,
+        *,
+        redact: bool = True,
+        extra: Sequence[Callable[[str], str]] = (),
+    ) -> None:
+        self._roots = roots
+        self._redact = redact
+        self._collapse: Callable[[str], str] | None = roots.collapse if roots is not None else None
+        steps: list[Callable[[str], str]] = []
+        if redact:
+            steps.append(redact_text)
+        if self._collapse is not None:
+            steps.append(self._collapse)
+        steps.extend(extra)
+        self._steps = tuple(steps)
+        # Short texts repeat endlessly (argv words, env values, JSON leaves): remembering
+        # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
+        # safe across threads since each get or set is atomic; ``extra`` must be pure.
+        self._memo: dict[str, str] = {}
+        # A program passes the same environment to call after call: the last one and its
+        # scrubbed form, swapped as one tuple so that threads never see half of it.
+        self._last_env: tuple[dict[str, str], dict[str, str]] | None = None
+
+    @property
+    def roots(self) -> PathRoots | None:
+        """The path roots this scrubber collapses, if any."""
+        return self._roots
+
+    def text(self, s: str) -> str:
+        """``s`` with token-shaped secrets redacted, roots collapsed, then ``extra`` applied."""
+        short = len(s) <= _MEMO_MAX_CHARS
+        if short:
+            done = self._memo.get(s)
+            if done is not None:
+                return done
+        out = s
+        for step in self._steps:
+            out = step(out)
+        if short:
+            if len(self._memo) >= _MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            self._memo[s] = out
+        return out
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        """Each argument scrubbed as text; the value of a secret long option is redacted.
+
+        ``--token abc`` gives ``["--token", "[REDACTED]"]`` and ``--api-key=abc`` gives
+        ``"--api-key=[REDACTED]"``. Short options (``-p``) are too ambiguous to judge.
+        """
+        out: list[str] = []
+        value_is_secret = False
+        for arg in argv:
+            if value_is_secret and arg and not arg.startswith("-"):
+                out.append(REDACTED_MARK)
+                value_is_secret = False
+                continue
+            value_is_secret = False
+            if self._redact and arg.startswith("--") and len(arg) > 2:
+                name, eq, value = arg[2:].partition("=")
+                if is_secret_option(name):
+                    if not eq:
+                        value_is_secret = True
+                    elif value:
+                        out.append(f"--{name}={REDACTED_MARK}")
+                        continue
+            out.append(self.text(arg))
+        return out
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Values of secret-named variables become ``[REDACTED]``; the rest are scrubbed as text.
+
+        An empty value stays empty: it holds nothing, and saying it was unset helps.
+        """
+        last = self._last_env
+        if last is not None and last[0] == env:
+            return dict(last[1])
+        text = self.text
+        redact = self._redact
+        scrubbed = {
+            name: REDACTED_MARK if redact and value and is_secret_name(name) else text(value)
+            for name, value in env.items()
+        }
+        self._last_env = (dict(env), scrubbed)
+        return dict(scrubbed)
+
+    def data_like(self, obj: Any, recorded: Any) -> Any:
+        """``data(obj)``, reusing every part of ``recorded`` that ``obj`` equals.
+
+        ``recorded`` is an earlier ``data()`` result, the request or result on a tape.
+        Scrubbing is idempotent (``extra`` functions must be too), so a part of ``obj``
+        equal to the matching part of ``recorded`` scrubs to itself; only the parts that
+        differ are scrubbed. Replay compares today's request with the recorded one this
+        way: a 1 KB prompt that differs in one path costs one short string's scrub.
+        """
+        if obj == recorded:
+            return recorded
+        if type(obj) is dict and type(recorded) is dict and obj.keys() == recorded.keys():
+            out: dict[Any, Any] = {}
+            redact = self._redact
+            for key, value in obj.items():
+                old = recorded[key]
+                if value == old:
+                    out[key] = old
+                elif redact and isinstance(key, str) and is_secret_name(key):
+                    out[key] = _redact_all(value)  # as data() does under a secret key
+                else:
+                    out[key] = self.data_like(value, old)
+            return out
+        if type(obj) is list and type(recorded) is list and len(obj) == len(recorded):
+            return [
+                old if value == old else self.data_like(value, old)
+                for value, old in zip(obj, recorded, strict=True)
+            ]
+        return self.data(obj)
+
+    def data(self, obj: Any) -> Any:
+        """JSON-like ``obj`` (dict, list, tuple, str, int, float, bool, None) scrubbed.
+
+        Every string, dict keys included, is scrubbed as text; under a key that looks secret
+        (``"password"``, ``"apiKey"``) every string becomes ``[REDACTED]``. Other objects are
+        returned as they are: convert them to plain data first.
+        """
+        if isinstance(obj, str):
+            return self.text(obj)
+        # Replay scrubs every agent and store request and result: plain text and numbers
+        # are handled inline rather than through a recursive call each.
+        text = self.text
+        if isinstance(obj, dict):
+            out: dict[Any, Any] = {}
+            redact = self._redact
+            memo = self._memo  # text()'s own memo, looked up here to save the call on a hit
+            for key, value in obj.items():
+                if isinstance(key, str):
+                    if redact and is_secret_name(key):
+                        out[text(key)] = _redact_all(value)
+                        continue
+                    done = memo.get(key) if len(key) <= _MEMO_MAX_CHARS else None
+                    key = text(key) if done is None else done
+                kind = type(value)
+                if kind is str:
+                    done = memo.get(value) if len(value) <= _MEMO_MAX_CHARS else None
+                    out[key] = text(value) if done is None else done
+                elif kind in LEAF_TYPES:
+                    out[key] = value
+                else:
+                    out[key] = self.data(value)
+            return out
+        if isinstance(obj, list):
+            return [
+                text(v) if type(v) is str else v if type(v) in LEAF_TYPES else self.data(v)
+                for v in obj
+            ]
+        if isinstance(obj, tuple):
+            return tuple(self.data(v) for v in obj)
+        return obj
+
+    def path(self, p: str) -> str:
+        """``p`` with its root collapsed to a placeholder; nothing redacted."""
+        return self._collapse(p) if self._collapse is not None else p

@@ -1,0 +1,235 @@
+"""The recording tape, and the tape of a session that is not recorded.
+
+:class:`RecordTape` wires each boundary's record side to a
+:class:`~sessiontape.recorder.Recorder`; :class:`DisabledTape` hands every object back as it
+is, so an application wired through a tape pays nothing when recording is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from .._errors import UsageError
+from .._time import Clock, RealClock
+from ..boundaries import (
+    ProcessRunner,
+    RecordingRunner,
+    SubprocessRunner,
+    patched_popen,
+    recording_agent,
+    recording_boundary,
+    recording_popen_class,
+    recording_store,
+)
+from ..cassette import BoundaryKind, Level, PayloadCodec
+from ..recorder import Recorder
+from ..scrub import PathRoots, Scrubber
+from ._base import Mode, Tape
+
+__all__ = ["DisabledTape", "RecordTape"]
+
+
+class RecordTape(Tape):
+    """A tape writing to a cassette through a :class:`~sessiontape.recorder.Recorder`.
+
+    Create it with :func:`sessiontape.record`.
+    """
+
+    mode = Mode.RECORD
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._clock = RealClock()
+
+    # -- what the recording is ----------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The cassette being written."""
+        return self._recorder.path
+
+    @property
+    def level(self) -> Level:
+        """How much is kept: ``minimal``, ``standard`` or ``full``."""
+        return self._recorder.level
+
+    @property
+    def roots(self) -> PathRoots:
+        """The path roots written as placeholders."""
+        return self._recorder.roots
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """What every recorded value goes through before it is written."""
+        return self._recorder.scrubber
+
+    @property
+    def codec(self) -> PayloadCodec:
+        """How stdin, stdout and stderr are stored."""
+        return self._recorder.codec
+
+    @property
+    def run_id(self) -> str:
+        """The run id in the cassette's header (kept when appending)."""
+        return self._recorder.run_id
+
+    @property
+    def moved_to(self) -> Path | None:
+        """Where ``if_exists="force"`` moved the previous cassette, if there was one."""
+        return self._recorder.moved_to
+
+    @property
+    def active(self) -> bool:
+        """Whether calls are still being recorded (false after a recording failure)."""
+        return self._recorder.active
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many entries of each kind were written so far."""
+        return self._recorder.counts
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    # -- boundaries ---------------------------------------------------------------------
+
+    def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
+        return RecordingRunner(self._recorder, inner if inner is not None else SubprocessRunner())
+
+    def agent(
+        self,
+        adapter: Any = None,
+        *,
+        method: str | Sequence[str] = "execute",
+        result_type: Any = None,
+        name: str = "agent",
+    ) -> Any:
+        if adapter is None:
+            raise UsageError(
+                "tape.agent() needs the adapter to record when recording; pass it as the "
+                "first argument (replay ignores it)."
+            )
+        return recording_agent(self._recorder, adapter, name=name, method=method)
+
+    def store(
+        self,
+        store: Any = None,
+        *,
+        mutations: Sequence[str],
+        snapshot: Callable[..., Any] | None = None,
+        factory: Callable[[Any], Any] | None = None,
+        name: str = "store",
+    ) -> Any:
+        if store is None:
+            raise UsageError(
+                "tape.store() needs the live store when recording; pass it as the first "
+                "argument (replay builds one with factory(snapshot) instead)."
+            )
+        return recording_store(
+            self._recorder, store, name=name, mutations=mutations, snapshot=snapshot
+        )
+
+    def boundary(
+        self,
+        name: str,
+        obj: Any = None,
+        *,
+        methods: Sequence[str],
+        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
+        result_type: Any = None,
+    ) -> Any:
+        return recording_boundary(
+            self._recorder, name, obj, methods=methods, kind=BoundaryKind(kind)
+        )
+
+    def patch_subprocess(self) -> AbstractContextManager[None]:
+        return patched_popen(recording_popen_class(self._recorder))
+
+    # -- ending -------------------------------------------------------------------------
+
+    def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
+        """Write an :class:`~sessiontape.Error` entry for an exception that escaped."""
+        self._recorder.record_error(exc, tb)
+
+    def finish(self, outcome: Any = None) -> None:
+        """Write ``SessionEnd`` with ``outcome`` (JSON-ready data or a dataclass/Struct)."""
+        self._recorder.finish(outcome)
+
+    def close(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        self._recorder.close(exc, tb)
+
+
+class DisabledTape(Tape):
+    """The tape when recording is off: every wrapper returns what it was given.
+
+    This is the no-op fast path: with recording disabled there is nothing between the
+    application and its runner, agent or store.
+    """
+
+    mode = Mode.DISABLED
+
+    def __init__(self) -> None:
+        self._clock = RealClock()
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
+        return inner if inner is not None else SubprocessRunner()
+
+    def agent(
+        self,
+        adapter: Any = None,
+        *,
+        method: str | Sequence[str] = "execute",
+        result_type: Any = None,
+        name: str = "agent",
+    ) -> Any:
+        return adapter
+
+    def store(
+        self,
+        store: Any = None,
+        *,
+        mutations: Sequence[str],
+        snapshot: Callable[..., Any] | None = None,
+        factory: Callable[[Any], Any] | None = None,
+        name: str = "store",
+    ) -> Any:
+        return store
+
+    def boundary(
+        self,
+        name: str,
+        obj: Any = None,
+        *,
+        methods: Sequence[str],
+        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
+        result_type: Any = None,
+    ) -> Any:
+        return obj
+
+    def patch_subprocess(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def finish(self, outcome: Any = None) -> None:
+        return None
+
+    def close(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> None:
+        return None

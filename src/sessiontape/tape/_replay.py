@@ -1,0 +1,180 @@
+"""The replay tape: each boundary's replay side wired to a replay engine.
+
+:class:`ReplayTape` is what the application's wiring receives on replay: the FIFO fake
+runner, the agent stand-in, the verified store, and the virtual clock, installed into the
+process (``time.sleep`` instant, wall-clock reads at the recorded times) while the tape is
+entered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
+from types import TracebackType
+from typing import Any, Literal
+
+from ..boundaries import (
+    ProcessReplay,
+    ProcessRunner,
+    patched_popen,
+    replaying_agent,
+    replaying_boundary,
+    replaying_popen_class,
+    replaying_store,
+)
+from ..cassette import BoundaryKind, Recording
+from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
+from ..report import ReplayReport
+from ..scrub import PathRoots, Scrubber
+from ._base import Mode, Tape
+
+__all__ = ["ReplayTape"]
+
+
+class ReplayTape(Tape):
+    """A tape serving a recording through a :class:`~sessiontape.replayer.ReplayEngine`.
+
+    Create it with :func:`sessiontape.replay`. With ``patch_time`` (the default),
+    entering the tape installs its virtual clock into the process.
+    """
+
+    mode = Mode.REPLAY
+
+    def __init__(self, engine: ReplayEngine, *, patch_time: bool = True) -> None:
+        self._engine = engine
+        self._patch_time = patch_time
+        self._stack = ExitStack()
+        self._processes: ProcessReplay | None = None
+
+    # -- what the replay is -------------------------------------------------------------
+
+    @property
+    def recording(self) -> Recording:
+        """The cassette being replayed."""
+        return self._engine.recording
+
+    @property
+    def report(self) -> ReplayReport | None:
+        """The report, once the replay is finished."""
+        return self._engine.report
+
+    @property
+    def strict(self) -> bool:
+        """Whether the first divergence raises :class:`~sessiontape.ReplayMismatch`."""
+        return self._engine.strict
+
+    @property
+    def noise(self) -> Noise:
+        """The noise masks and patterns applied to every comparison."""
+        return self._engine.noise
+
+    @property
+    def lookahead(self) -> int:
+        """How far ahead of its queue's head a request may match."""
+        return self._engine.lookahead
+
+    @property
+    def loaded(self) -> int:
+        """How many recorded calls there are to replay."""
+        return self._engine.loaded
+
+    @property
+    def roots(self) -> PathRoots:
+        """Today's directories for the recorded path placeholders."""
+        return self._engine.roots
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """What today's requests go through before they are compared."""
+        return self._engine.scrubber
+
+    @property
+    def clock(self) -> FakeClock:
+        return self._engine.clock
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Name today's directories for the recorded path placeholders.
+
+        For code that learns its directories after the tape exists, such as a
+        ``sessiontape_replay`` hook making a fresh work dir: call it before the first call
+        is served. A mapping adds to (or replaces by name) the default roots.
+        """
+        self._engine.set_roots(roots)
+
+    def __enter__(self) -> ReplayTape:
+        if self._patch_time:
+            self._stack.enter_context(self._engine.clock.install())
+        return self
+
+    # -- boundaries ---------------------------------------------------------------------
+
+    def _process_replay(self) -> ProcessReplay:
+        if self._processes is None:
+            self._processes = ProcessReplay(self._engine)
+        return self._processes
+
+    def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
+        return self._process_replay().runner()
+
+    def agent(
+        self,
+        adapter: Any = None,
+        *,
+        method: str | Sequence[str] = "execute",
+        result_type: Any = None,
+        name: str = "agent",
+    ) -> Any:
+        return replaying_agent(self._engine, method=method, result_type=result_type)
+
+    def store(
+        self,
+        store: Any = None,
+        *,
+        mutations: Sequence[str],
+        snapshot: Callable[..., Any] | None = None,
+        factory: Callable[[Any], Any] | None = None,
+        name: str = "store",
+    ) -> Any:
+        return replaying_store(self._engine, store, name=name, mutations=mutations, factory=factory)
+
+    def boundary(
+        self,
+        name: str,
+        obj: Any = None,
+        *,
+        methods: Sequence[str],
+        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
+        result_type: Any = None,
+    ) -> Any:
+        return replaying_boundary(
+            self._engine,
+            name,
+            obj,
+            methods=methods,
+            kind=BoundaryKind(kind),
+            result_type=result_type,
+        )
+
+    def patch_subprocess(self) -> AbstractContextManager[None]:
+        return patched_popen(replaying_popen_class(self._process_replay()))
+
+    # -- ending -------------------------------------------------------------------------
+
+    def finish(self, outcome: Any = UNSET) -> ReplayReport:
+        """Compare ``outcome`` with the recorded one and return the report.
+
+        In strict mode a report that is not ok raises :class:`ReplayMismatch`.
+        """
+        return self._engine.finish(outcome)
+
+    def close(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+    ) -> bool:
+        """Finish the replay; swallow an exception that reproduces the recorded crash."""
+        try:
+            return self._engine.close(exc)
+        finally:
+            self._stack.close()
