@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import sys
 import threading
 import time
 import types
 from collections.abc import Iterator
+from typing import Any
 
 import freezegun
 import freezegun.api
@@ -291,6 +293,32 @@ def test_from_time_import_sleep_copies_are_patched_and_restored(clock: FakeClock
         sys.modules.pop("clock_probe_imported_during_install", None)
 
 
+def test_a_module_that_gains_a_copy_between_installs_is_patched_the_second_time(
+    clock: FakeClock,
+) -> None:
+    # The copies found are cached per module; a module read by the first install and
+    # given a `from time import time` afterwards must be read again by the next one.
+    probe = types.ModuleType("clock_probe_gains_a_copy")
+    sys.modules[probe.__name__] = probe
+    try:
+        with clock.install():
+            pass
+        probe.now = time.time  # type: ignore[attr-defined]
+        probe.mono = time.monotonic_ns  # type: ignore[attr-defined]
+        with clock.install():
+            assert probe.now() == clock.time()  # type: ignore[attr-defined]
+            assert probe.mono() == MONO_START_NS  # type: ignore[attr-defined]
+        assert probe.now is REAL["time"]  # type: ignore[attr-defined]
+    finally:
+        sys.modules.pop(probe.__name__, None)
+
+
+def test_time_ns_is_exact_to_the_nanosecond(installed: FakeClock) -> None:
+    installed.advance_to(START_NS + 123_456_789)
+    assert time.time_ns() == START_NS + 123_456_789
+    assert time.perf_counter_ns() == installed.monotonic_ns()
+
+
 def test_ignored_modules_keep_real_sleep_and_time(installed: FakeClock) -> None:
     namespace: dict[str, object] = {"__name__": "_pytest.probe", "time": time}
     exec(
@@ -357,6 +385,88 @@ def test_asyncio_sleep_does_not_hang(installed: FakeClock) -> None:
     runner.join(timeout=10)
     assert not runner.is_alive(), "asyncio.run hung under FakeClock.install()"
     assert results == ["done"]
+
+
+def _run_in_thread(coro_fn: Any) -> Any:
+    """``asyncio.run(coro_fn())`` in a fresh thread, bounded, returning its result."""
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(asyncio.run(coro_fn()))
+        except BaseException as exc:
+            errors.append(exc)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(timeout=30)
+    assert not runner.is_alive(), "asyncio.run hung under FakeClock.install()"
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def test_asyncio_sleep_is_virtual(installed: FakeClock) -> None:
+    async def main() -> tuple[float, float, float]:
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        await asyncio.sleep(3600)
+        return before, loop.time(), time.monotonic()
+
+    before, after, monotonic = _run_in_thread(main)
+    assert before == 5_000.0
+    assert after >= 8_600.0
+    assert after - 8_600.0 < 1e-6
+    assert monotonic == after
+    assert time.time() >= 1_622_552_400.5
+
+
+def test_asyncio_timeouts_fire_in_virtual_time(installed: FakeClock) -> None:
+    async def main() -> float:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.sleep(600), timeout=30)
+            return -1.0
+        return asyncio.get_running_loop().time()
+
+    assert 5_030.0 <= _run_in_thread(main) < 5_030.001
+
+
+def test_asyncio_waits_in_real_time_for_an_executor_call(installed: FakeClock) -> None:
+    # Without the hold, the loop would see nothing to do but a 5 s timer and jump to it,
+    # timing out a call that takes 50 ms of real time.
+    def real_work() -> str:
+        threading.Event().wait(0.05)
+        return "worked"
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        return await asyncio.wait_for(loop.run_in_executor(None, real_work), timeout=5)
+
+    assert _run_in_thread(main) == "worked"
+    assert not installed.held
+    assert installed.monotonic_ns() < MONO_START_NS + 5 * S
+
+
+def test_a_held_clock_keeps_asyncio_from_jumping(installed: FakeClock) -> None:
+    released = threading.Event()
+
+    async def main() -> bool:
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def producer() -> None:
+            with installed.hold():
+                released.wait(0.1)
+                loop.call_soon_threadsafe(waiter.set_result, True)
+
+        threading.Thread(target=producer).start()
+        try:
+            return bool(await asyncio.wait_for(waiter, timeout=2))
+        except asyncio.TimeoutError:
+            return False
+
+    assert _run_in_thread(main) is True
 
 
 # -- msgspec and freezegun's datetime subclasses ---------------------------------------------

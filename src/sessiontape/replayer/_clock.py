@@ -1,10 +1,9 @@
-"""The virtual clock replay runs on, and its installation into the process.
+"""The virtual clock replay runs on.
 
 Code that takes a :class:`Clock` by injection works under replay with no patching: hand it a
-:class:`FakeClock`. Code that calls ``time`` and ``datetime`` directly needs
-:meth:`FakeClock.install`, which patches the process through freezegun (wall-clock and
-monotonic reads) and replaces ``time.sleep`` itself (freezegun leaves sleep alone), so hours
-of recorded back-off take no time and the code reads the times it read in production.
+:class:`FakeClock`. Code that calls ``time``, ``datetime`` and ``asyncio`` directly needs
+:meth:`FakeClock.install` (``_timepatch.py``), so hours of recorded back-off take no time and
+the code reads the times it read in production.
 
 Virtual time never goes backwards. Concurrent workers replayed in a different interleaving
 deliver their recorded timestamps out of order; :meth:`FakeClock.advance_to` then leaves the
@@ -17,33 +16,15 @@ import contextlib
 import datetime as _dt
 import math
 import operator
-import sys
 import threading
-import time as _time
-import types
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterator
 
 from .._errors import UsageError
-from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL, naive_utc
-
-if TYPE_CHECKING:
-    from freezegun.api import FrozenDateTimeFactory
+from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL
+from . import _timepatch
+from ._timepatch import IGNORED_MODULES
 
 __all__ = ["IGNORED_MODULES", "FakeClock"]
-
-#: Module prefixes that keep real time under :meth:`FakeClock.install`, on top of
-#: freezegun's own default ignore list (``threading``, ``queue``, ``multiprocessing``, ...).
-#: pytest's timer and sessiontape's own bookkeeping must measure the real machine, and the
-#: xdist/execnet transport must not see a clock that jumps by hours.
-IGNORED_MODULES: Final[tuple[str, ...]] = (
-    "sessiontape",
-    "_pytest",
-    "pluggy",
-    "msgspec",
-    "xdist",
-    "execnet",
-)
 
 
 def _seconds_to_ns(seconds: float, what: str) -> int:
@@ -92,8 +73,7 @@ class FakeClock:
         self._mono_ns = start if mono_start_ns is None else operator.index(mono_start_ns)
         self._slept_ns = 0
         self._sleeps = 0
-        # freezegun's frozen-time factory, when installed without _ClockTime: moves update it.
-        self._factory: FrozenDateTimeFactory | None = None
+        self._holds = 0
         self._undo: list[Callable[[], None]] = []
 
     # -- reads ------------------------------------------------------------------------
@@ -131,7 +111,28 @@ class FakeClock:
     @property
     def installed(self) -> bool:
         """Whether this clock is the one :meth:`install` put in place."""
-        return _installed is self
+        return _timepatch.active_clock() is self
+
+    @property
+    def held(self) -> bool:
+        """Whether work in flight (see :meth:`hold`) keeps virtual time from jumping ahead."""
+        return self._holds > 0
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Keep installed asyncio loops from jumping virtual time while the block runs.
+
+        A loop that waits for a timer moves the clock to it when nothing else can happen
+        first; a thread producing what the loop waits for (an executor call, a replayed
+        process's output) holds the clock, and the loop then waits for it in real time.
+        """
+        with self._lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds -= 1
 
     # -- moves ------------------------------------------------------------------------
 
@@ -152,6 +153,15 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         """Move virtual wall and monotonic time forward by ``seconds`` (not counted as sleep)."""
         ns = _seconds_to_ns(seconds, "advance")
+        with self._lock:
+            self._move_locked(self._wall_ns + ns, self._mono_ns + ns)
+
+    def advance_ns(self, ns: int) -> None:
+        """Move virtual wall and monotonic time forward by ``ns`` nanoseconds."""
+        if ns < 0:
+            raise ValueError(
+                "advance length must be non-negative; virtual time never goes backwards"
+            )
         with self._lock:
             self._move_locked(self._wall_ns + ns, self._mono_ns + ns)
 
@@ -180,8 +190,6 @@ class FakeClock:
         # Checked before anything changes, so a failed move leaves the clock as it was.
         if wall_ns > MAX_WALL_NS:
             raise OverflowError("virtual wall time would pass the largest datetime (year 9999)")
-        if self._factory is not None:
-            self._factory.move_to(naive_utc(wall_ns))
         self._wall_ns = wall_ns
         self._mono_ns = mono_ns
 
@@ -194,33 +202,34 @@ class FakeClock:
         :meth:`uninstall`. As a context manager it uninstalls on exit, even if the block
         raises. Under install:
 
-        * ``time.time``/``time_ns``, ``datetime.now``/``utcnow``/``today``, ``date.today``
-          read virtual wall time (freezegun, microsecond precision; naive ``now()`` is UTC);
-        * ``time.monotonic``/``monotonic_ns``/``perf_counter`` read virtual monotonic time;
+        * ``time.time``/``time_ns`` read virtual wall time to the ns, and
+          ``datetime.now``/``utcnow``/``today``, ``date.today`` read it through freezegun's
+          date classes (microsecond precision; naive ``now()`` is UTC);
+        * ``time.monotonic``/``monotonic_ns``/``perf_counter``/``perf_counter_ns`` read
+          virtual monotonic time;
         * ``time.sleep`` (and ``from time import sleep`` copies) sleeps virtually;
-        * asyncio event loops keep real time (freezegun's ``real_asyncio``), so
-          ``asyncio.sleep`` waits for real; ``threading`` and ``queue`` timeouts are real;
+        * asyncio event loops run on virtual time: a loop with nothing to do but wait for a
+          timer moves the clock to it, so ``asyncio.sleep`` returns at once, except while
+          :meth:`hold` says work for it is in flight (``run_in_executor`` holds the clock
+          until its call ends); ``threading`` and ``queue`` timeouts stay real;
         * modules in :data:`IGNORED_MODULES` and freezegun's default ignore list keep real
           time when they call these functions themselves.
 
         Raises :class:`~sessiontape.UsageError` if a FakeClock is already installed or a
         freezegun ``freeze_time`` is active.
         """
-        _install(self)
+        self._undo = _timepatch.install(self)
         return _Installation(self)
 
     def uninstall(self) -> None:
         """Undo :meth:`install`, restoring every patched function exactly."""
-        global _installed
-        with _install_lock:
-            if _installed is not self:
-                raise UsageError(
-                    "this FakeClock is not installed; call uninstall() only after install() "
-                    "and only once"
-                )
-            undo, self._undo = self._undo, []
-            _installed = None
-            _run_undo(undo)
+        if _timepatch.active_clock() is not self:
+            raise UsageError(
+                "this FakeClock is not installed; call uninstall() only after install() "
+                "and only once"
+            )
+        undo, self._undo = self._undo, []
+        _timepatch.uninstall(self, undo)
 
     def __repr__(self) -> str:
         return (
@@ -240,173 +249,5 @@ class _Installation(contextlib.AbstractContextManager[FakeClock]):
 
     def __exit__(self, *exc_info: object) -> None:
         # The block may have uninstalled by hand; that is not an error here.
-        with _install_lock:
-            if self._clock.installed:
-                self._clock.uninstall()
-
-
-_install_lock: Final = threading.RLock()
-_installed: FakeClock | None = None
-
-
-def _run_undo(undo: list[Callable[[], None]]) -> None:
-    # Every step runs even if an earlier one fails, so one broken restore does not leave
-    # the rest of the process patched; the first failure is raised at the end.
-    first: BaseException | None = None
-    for step in reversed(undo):
-        try:
-            step()
-        except BaseException as exc:
-            if first is None:
-                first = exc
-    if first is not None:
-        raise first
-
-
-def _install(clock: FakeClock) -> None:
-    global _installed
-    with _install_lock:
-        if _installed is not None:
-            raise UsageError(
-                "a FakeClock is already installed; leave its `with clock.install():` block "
-                "(or call uninstall()) before installing another, or drive the second clock "
-                "without install()"
-            )
-        from freezegun import api as freezegun_api
-        from freezegun import freeze_time
-
-        if freezegun_api.freeze_factories:
-            raise UsageError(
-                "freezegun's freeze_time is already active; FakeClock.install() patches time "
-                "through freezegun itself, so stop the freeze_time first, or drive this "
-                "FakeClock without install()"
-            )
-        undo: list[Callable[[], None]] = []
-        try:
-            _patch_freezegun(clock, freezegun_api, freeze_time, undo)
-            _patch_sleep(clock, undo)
-        except BaseException:
-            _run_undo(undo)
-            raise
-        clock._undo = undo
-        _installed = clock
-
-
-def _set_attr(target: object, name: str, value: object, undo: list[Callable[[], None]]) -> None:
-    original = getattr(target, name)
-    setattr(target, name, value)
-    undo.append(lambda: setattr(target, name, original))
-
-
-def _patch_freezegun(
-    clock: FakeClock,
-    freezegun_api: types.ModuleType,
-    freeze_time: Callable[..., Any],
-    undo: list[Callable[[], None]],
-) -> None:
-    # freezegun looks this many frames up the stack for an ignored module. With `_pytest`
-    # and `pluggy` ignored, five frames reach from a test body (or a hook implementation)
-    # into pytest, and `time.time()` there would read real time. Only the direct caller
-    # decides.
-    _set_attr(freezegun_api, "call_stack_inspection_limit", 1, undo)
-    # freezegun derives monotonic/perf_counter from the frozen wall time; these hooks make
-    # them read the clock's own monotonic time, which advance_to can move independently.
-    for name, getter in (
-        ("_get_fake_monotonic", clock.monotonic),
-        ("_get_fake_monotonic_ns", clock.monotonic_ns),
-    ):
-        if hasattr(freezegun_api, name):
-            _set_attr(freezegun_api, name, getter, undo)
-
-    freezer = freeze_time(
-        naive_utc(clock.time_ns()),
-        tick=False,
-        # Without it asyncio's loop reads the frozen monotonic time and every
-        # asyncio.sleep() hangs forever.
-        real_asyncio=True,
-        # freeze_time() appends freezegun's default ignore list to this one.
-        ignore=list(IGNORED_MODULES),
-    )
-    factory = freezer.start()
-    undo.append(freezer.stop)
-    factories = freezegun_api.freeze_factories
-    if factories and factories[-1] is factory:
-        # freezegun asks its newest factory for the frozen time at every read: let this
-        # clock answer, so a move (two per replayed call) leaves freezegun alone instead
-        # of building a datetime each time, which cost more than the rest of the move.
-        # freezer.stop() pops it like the factory it replaces.
-        factories[-1] = _ClockTime(clock)
-        return
-    with clock._lock:
-        clock._factory = factory
-        # Another thread may have moved the clock since freeze_time() read it.
-        factory.move_to(naive_utc(clock._wall_ns))
-
-    def detach() -> None:
-        with clock._lock:
-            clock._factory = None
-
-    undo.append(detach)
-
-
-class _ClockTime:
-    """Stands in for freezegun's frozen-time factory: the clock's wall time, when read."""
-
-    __slots__ = ("_clock",)
-
-    def __init__(self, clock: FakeClock) -> None:
-        self._clock = clock
-
-    def __call__(self) -> _dt.datetime:
-        return naive_utc(self._clock._wall_ns)
-
-
-def _patch_sleep(clock: FakeClock, undo: list[Callable[[], None]]) -> None:
-    original = _time.sleep
-    ignore = tuple(IGNORED_MODULES) + tuple(_freezegun_default_ignore())
-
-    def sleep(seconds: float) -> None:
-        """``time.sleep`` replaced by sessiontape's FakeClock.install(): sleeps virtually."""
-        # Ignored modules (pytest, xdist's transport, threading helpers) keep really
-        # waiting: a virtual sleep would make their poll loops spin and move the clock.
-        caller = sys._getframe(1).f_globals.get("__name__")
-        if isinstance(caller, str) and caller.startswith(ignore):
-            original(seconds)
-        else:
-            clock.sleep(seconds)
-
-    sleep.__qualname__ = "FakeClock.install.<sleep>"
-    _set_attr(_time, "sleep", sleep, undo)
-    # `from time import sleep` made copies that patching the module does not reach.
-    for module_name, module in list(sys.modules.items()):
-        if module is None or module is _time or module_name.startswith(ignore):
-            continue
-        try:
-            namespace = vars(module)
-        except TypeError:
-            continue
-        for attr, value in list(namespace.items()):
-            if value is original:
-                _set_attr(module, attr, sleep, undo)
-
-    modules_at_start = set(sys.modules)
-
-    def restore_new_modules() -> None:
-        # Modules imported during install copied the virtual sleep; give them the real one.
-        for module_name in set(sys.modules) - modules_at_start:
-            module = sys.modules.get(module_name)
-            try:
-                namespace = vars(module)
-            except TypeError:
-                continue
-            for attr, value in list(namespace.items()):
-                if value is sleep:
-                    setattr(module, attr, original)
-
-    undo.append(restore_new_modules)
-
-
-def _freezegun_default_ignore() -> list[str]:
-    from freezegun import config
-
-    return list(config.settings.default_ignore_list)
+        if self._clock.installed:
+            self._clock.uninstall()

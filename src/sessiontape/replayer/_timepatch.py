@@ -1,0 +1,429 @@
+"""Virtual time installed into the process: what :meth:`FakeClock.install` patches.
+
+Under install, ``time.time``/``time_ns``/``monotonic``/``monotonic_ns``/``perf_counter``/
+``perf_counter_ns``/``sleep`` read and move the active :class:`FakeClock` (exact to the ns),
+``datetime.datetime``/``date`` are freezegun's ``FakeDatetime``/``FakeDate`` answering with
+the clock's wall time, and asyncio event loops run on the clock too: a loop with nothing to
+do but wait for its next timer jumps virtual time to it, so ``asyncio.sleep(3600)`` returns
+at once. Modules in :data:`IGNORED_MODULES` (pytest, sessiontape itself, threading...) keep
+real time when they call these functions themselves.
+
+Code that did ``from time import sleep`` holds copies the module patch does not reach, so
+every loaded module is searched for them. That search is what made a replay's fixed cost
+grow with the module count (freezegun re-hashes ``dir()`` of every module on every start):
+here each module's findings are cached with the size of its namespace, so a later install
+re-reads only modules that are new or changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copyreg
+import datetime as _dt
+import selectors
+import sys
+import threading
+import time as _time
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Final, Protocol
+
+from .._time import NS_PER_S, REAL, naive_utc
+
+__all__ = ["IGNORED_MODULES", "VirtualClock", "active_clock", "install", "uninstall"]
+
+#: Module prefixes that keep real time under install, on top of freezegun's own default
+#: ignore list (``threading``, ``queue``, ``multiprocessing``, ...). pytest's timer and
+#: sessiontape's own bookkeeping must measure the real machine, and the xdist/execnet
+#: transport must not see a clock that jumps by hours.
+IGNORED_MODULES: Final[tuple[str, ...]] = (
+    "sessiontape",
+    "_pytest",
+    "pluggy",
+    "msgspec",
+    "xdist",
+    "execnet",
+)
+
+#: Real seconds an asyncio loop waits at a time for work the replay is still feeding it
+#: (:meth:`FakeClock.hold`) before it looks again whether its next timer may be jumped to.
+HOLD_POLL: Final = 0.05
+
+
+class VirtualClock(Protocol):
+    """What the patched functions need of the clock they read (``FakeClock``)."""
+
+    @property
+    def held(self) -> bool:
+        """Whether work in flight keeps virtual time from jumping ahead."""
+
+    def time_ns(self) -> int:
+        """Virtual wall-clock ns since the epoch."""
+
+    def monotonic_ns(self) -> int:
+        """Virtual monotonic ns."""
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep virtually."""
+
+    def advance_ns(self, ns: int) -> None:
+        """Move virtual time forward."""
+
+    def hold(self) -> AbstractContextManager[None]:
+        """Keep virtual time from jumping ahead while the block runs."""
+
+
+_lock: Final = threading.RLock()
+#: The installed clock, read by every patched function.
+_active: VirtualClock | None = None
+_ignore: tuple[str, ...] = IGNORED_MODULES
+
+
+def active_clock() -> VirtualClock | None:
+    """The installed :class:`FakeClock`, if any."""
+    return _active
+
+
+def _caller_ignored(depth: int = 2) -> bool:
+    name = sys._getframe(depth).f_globals.get("__name__")
+    return isinstance(name, str) and name.startswith(_ignore)
+
+
+# -- the patched functions ------------------------------------------------------------
+# Each reads the active clock unless its direct caller is an ignored module.
+
+
+def _fake_time() -> float:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return REAL.time()
+    return clock.time_ns() / NS_PER_S
+
+
+def _fake_time_ns() -> int:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return REAL.time_ns()
+    return clock.time_ns()
+
+
+def _fake_monotonic() -> float:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return REAL.monotonic()
+    return clock.monotonic_ns() / NS_PER_S
+
+
+def _fake_monotonic_ns() -> int:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return REAL.monotonic_ns()
+    return clock.monotonic_ns()
+
+
+_REAL_PERF_COUNTER: Final = _time.perf_counter
+_REAL_PERF_COUNTER_NS: Final = _time.perf_counter_ns
+
+
+def _fake_perf_counter() -> float:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return _REAL_PERF_COUNTER()
+    return clock.monotonic_ns() / NS_PER_S
+
+
+def _fake_perf_counter_ns() -> int:
+    clock = _active
+    if clock is None or _caller_ignored():
+        return _REAL_PERF_COUNTER_NS()
+    return clock.monotonic_ns()
+
+
+def _fake_sleep(seconds: float) -> None:
+    """``time.sleep`` replaced by sessiontape's FakeClock.install(): sleeps virtually."""
+    clock = _active
+    # Ignored modules (pytest, xdist's transport, threading helpers) keep really waiting:
+    # a virtual sleep would make their poll loops spin and move the clock.
+    if clock is None or _caller_ignored():
+        REAL.sleep(seconds)
+    else:
+        clock.sleep(seconds)
+
+
+_fake_sleep.__qualname__ = "FakeClock.install.<sleep>"
+
+
+class _ClockTime:
+    """Stands in for freezegun's frozen-time factory: the clock's wall time, when read."""
+
+    __slots__ = ("_clock",)
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._clock = clock
+
+    def __call__(self) -> _dt.datetime:
+        return naive_utc(self._clock.time_ns())
+
+
+# -- finding the copies -------------------------------------------------------------
+
+
+class _Copies:
+    """Where each loaded module holds a real time object, remembered per module.
+
+    A module's findings are kept with the size of its namespace and reused while that
+    size is unchanged; imports (``from time import sleep``) add names, so a module that
+    gains a copy is read again. Reassigning an existing name to a time function keeps
+    the size and is missed, as it is by freezegun's own cache.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[object, int, tuple[tuple[str, object], ...]]] = {}
+        self._key: tuple[frozenset[int], tuple[str, ...]] = (frozenset(), ())
+
+    def find(self, reals: dict[int, object]) -> Iterator[tuple[types.ModuleType, str, object]]:
+        """``(module, attribute, real object)`` for every copy in a non-ignored module."""
+        key = (frozenset(reals), _ignore)
+        if key != self._key:  # other real objects or another ignore list: start afresh
+            self._cache.clear()
+            self._key = key
+        cache = self._cache
+        for name, module in list(sys.modules.items()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            size = len(namespace)
+            known = cache.get(name)
+            if known is not None and known[0] is module and known[1] == size:
+                found = known[2]
+            else:
+                found = self._read(name, namespace, reals)
+                cache[name] = (module, size, found)
+            for attribute, real in found:
+                if namespace.get(attribute) is real:
+                    yield module, attribute, real
+
+    @staticmethod
+    def _read(
+        name: str, namespace: dict[str, Any], reals: dict[int, object]
+    ) -> tuple[tuple[str, object], ...]:
+        if name.startswith(_ignore) or name in ("time", "datetime") or name.endswith(".six.moves"):
+            return ()
+        # A snapshot: another thread may be importing into this module meanwhile.
+        items = list(namespace.items())
+        return tuple((attr, value) for attr, value in items if id(value) in reals)
+
+    def forget(self, names: set[str]) -> None:
+        """Drop what is known of ``names`` (modules imported while patched)."""
+        for name in names:
+            self._cache.pop(name, None)
+
+
+_COPIES: Final = _Copies()
+
+
+# -- asyncio --------------------------------------------------------------------------
+
+_loop_classes: tuple[object, type[Any], type[Any]] | None = None
+
+
+def _asyncio_classes() -> tuple[type[Any], type[Any]]:
+    """The event loop and selector classes ``asyncio.run`` would use now, found once per
+    event loop policy (making a loop to see them costs a socketpair)."""
+    global _loop_classes
+    policy = asyncio.get_event_loop_policy()
+    if _loop_classes is None or _loop_classes[0] is not policy:
+        loop = asyncio.new_event_loop()
+        try:
+            selector = getattr(loop, "_selector", None)
+            selector_class = type(selector) if selector is not None else selectors.DefaultSelector
+            _loop_classes = (policy, type(loop), selector_class)
+        finally:
+            loop.close()
+    return _loop_classes[1], _loop_classes[2]
+
+
+def _patch_asyncio(clock: VirtualClock, undo: list[Callable[[], None]]) -> None:
+    """Run asyncio loops on the clock, jumping to the next timer when there is nothing else
+    to do, and hold virtual time while an executor does work for a loop."""
+    loop_class, selector_class = _asyncio_classes()
+    real_select = selector_class.select
+    real_run_in_executor = loop_class.run_in_executor
+
+    def loop_time(self: object) -> float:
+        return clock.monotonic_ns() / NS_PER_S
+
+    def select(self: object, timeout: float | None = None) -> Any:
+        caller = sys._getframe(1).f_globals.get("__name__")
+        if timeout is None or timeout <= 0 or caller != "asyncio.base_events":
+            return real_select(self, timeout)
+        ready = real_select(self, 0)
+        if ready:
+            return ready
+        if clock.held:
+            # A thread is still producing what the loop waits for: wait for it in real
+            # time, a little at a time, and let the loop look at its timers again.
+            return real_select(self, min(timeout, HOLD_POLL))
+        # Nothing can happen before the next timer: move virtual time to it.
+        clock.advance_ns(int(timeout * NS_PER_S) + 1)
+        return []
+
+    def run_in_executor(self: Any, executor: Any, func: Any, *args: Any) -> Any:
+        future = real_run_in_executor(self, executor, func, *args)
+        release = clock.hold()
+        release.__enter__()
+        future.add_done_callback(lambda _: release.__exit__(None, None, None))
+        return future
+
+    _set(loop_class, "time", loop_time, undo)
+    _set(selector_class, "select", select, undo)
+    _set(loop_class, "run_in_executor", run_in_executor, undo)
+
+
+# -- install / uninstall --------------------------------------------------------------
+
+
+def _set(target: object, name: str, value: object, undo: list[Callable[[], None]]) -> None:
+    original = getattr(target, name)
+    setattr(target, name, value)
+    undo.append(lambda: setattr(target, name, original))
+
+
+def _register_pickler(cls: type, pickler: Any, undo: list[Callable[[], None]]) -> None:
+    copyreg.dispatch_table[cls] = pickler
+
+    def unregister() -> None:
+        copyreg.dispatch_table.pop(cls, None)
+
+    undo.append(unregister)
+
+
+def _run_undo(undo: list[Callable[[], None]]) -> None:
+    # Every step runs even if an earlier one fails, so one broken restore does not leave
+    # the rest of the process patched; the first failure is raised at the end.
+    first: BaseException | None = None
+    for step in reversed(undo):
+        try:
+            step()
+        except BaseException as exc:
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
+def _freezegun_ignore() -> tuple[str, ...]:
+    from freezegun import config
+
+    return tuple(config.settings.default_ignore_list)
+
+
+def install(clock: VirtualClock) -> list[Callable[[], None]]:
+    """Patch the process onto ``clock``; return the steps that undo it.
+
+    Raises :class:`UsageError` while another clock is installed or a freezegun
+    ``freeze_time`` is active.
+    """
+    global _active, _ignore
+    from freezegun import api as fg
+
+    from .._errors import UsageError
+
+    with _lock:
+        if _active is not None:
+            raise UsageError(
+                "a FakeClock is already installed; leave its `with clock.install():` block "
+                "(or call uninstall()) before installing another, or drive the second clock "
+                "without install()"
+            )
+        if fg.freeze_factories:
+            raise UsageError(
+                "freezegun's freeze_time is already active; FakeClock.install() patches time "
+                "through freezegun itself, so stop the freeze_time first, or drive this "
+                "FakeClock without install()"
+            )
+        _ignore = IGNORED_MODULES + _freezegun_ignore()
+        undo: list[Callable[[], None]] = []
+        try:
+            _patch(clock, fg, undo)
+        except BaseException:
+            _run_undo(undo)
+            raise
+        _active = clock
+        return undo
+
+
+def _patch(clock: VirtualClock, fg: Any, undo: list[Callable[[], None]]) -> None:
+    # freezegun's FakeDatetime and FakeDate answer from its stacks: a factory reading this
+    # clock, no tz offset, the ignore list, no ticking.
+    stacks = (
+        (fg.freeze_factories, _ClockTime(clock)),
+        (fg.tz_offsets, _dt.timedelta(0)),
+        (fg.ignore_lists, _ignore),
+        (fg.tick_flags, False),
+    )
+    for stack, value in stacks:
+        stack.append(value)
+        undo.append(stack.pop)
+    # freezegun looks this many frames up for an ignored module in localtime/gmtime/
+    # strftime; from a test body five reach pytest. Only the direct caller decides.
+    _set(fg, "call_stack_inspection_limit", 1, undo)
+    fakes: dict[str, object] = {
+        "time": _fake_time,
+        "time_ns": _fake_time_ns,
+        "monotonic": _fake_monotonic,
+        "monotonic_ns": _fake_monotonic_ns,
+        "perf_counter": _fake_perf_counter,
+        "perf_counter_ns": _fake_perf_counter_ns,
+        "sleep": _fake_sleep,
+        "localtime": fg.fake_localtime,
+        "gmtime": fg.fake_gmtime,
+        "strftime": fg.fake_strftime,
+    }
+    pairs = [(getattr(_time, name), fake) for name, fake in fakes.items()]
+    pairs += [(REAL.datetime, fg.FakeDatetime), (REAL.date, fg.FakeDate)]
+    reals = {id(real): fake for real, fake in pairs}
+    for name, fake in fakes.items():
+        _set(_time, name, fake, undo)
+    _set(_dt, "datetime", fg.FakeDatetime, undo)
+    _set(_dt, "date", fg.FakeDate, undo)
+    # Pickled real dates come back as freezegun's, as under freeze_time.
+    _register_pickler(REAL.datetime, fg.pickle_fake_datetime, undo)
+    _register_pickler(REAL.date, fg.pickle_fake_date, undo)
+    # uuid1() reads the time through the C library unless these are None.
+    for name in ("_generate_time_safe", "_UuidCreate", "_last_timestamp"):
+        if hasattr(uuid, name):
+            _set(uuid, name, None, undo)
+    for module, attribute, found in _COPIES.find(reals):
+        _set(module, attribute, reals[id(found)], undo)
+    _patch_asyncio(clock, undo)
+    modules_at_start = set(sys.modules)
+    real_of = {id(fake): real for real, fake in pairs}
+    undo.append(lambda: _restore_new_modules(modules_at_start, real_of))
+
+
+def _restore_new_modules(modules_at_start: set[str], real_of: dict[int, object]) -> None:
+    """Modules imported while patched copied fakes; give them the real objects back."""
+    if len(sys.modules) == len(modules_at_start):
+        return
+    new = set(sys.modules) - modules_at_start
+    for name in new:
+        namespace = getattr(sys.modules.get(name), "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attribute, value in list(namespace.items()):
+            real = real_of.get(id(value))
+            if real is not None:
+                namespace[attribute] = real
+    _COPIES.forget(new)
+
+
+def uninstall(clock: VirtualClock, undo: list[Callable[[], None]]) -> None:
+    """Undo :func:`install`, restoring every patched object exactly."""
+    global _active
+    with _lock:
+        if _active is clock:
+            _active = None
+        _run_undo(undo)
