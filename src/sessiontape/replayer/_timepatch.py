@@ -5,8 +5,9 @@ Under install, ``time.time``/``time_ns``/``monotonic``/``monotonic_ns``/``perf_c
 ``datetime.datetime``/``date`` are freezegun's ``FakeDatetime``/``FakeDate`` answering with
 the clock's wall time, and asyncio event loops run on the clock too: a loop with nothing to
 do but wait for its next timer jumps virtual time to it, so ``asyncio.sleep(3600)`` returns
-at once. Modules in :data:`IGNORED_MODULES` (pytest, sessiontape itself, threading...) keep
-real time when they call these functions themselves.
+at once (for programs that have imported asyncio when the replay starts). Modules in
+:data:`IGNORED_MODULES` (pytest, sessiontape itself, threading...) keep real time when they
+call these functions themselves.
 
 Code that did ``from time import sleep`` holds copies the module patch does not reach, so
 every loaded module is searched for them. That search is what made a replay's fixed cost
@@ -17,7 +18,6 @@ re-reads only modules that are new or changed.
 
 from __future__ import annotations
 
-import asyncio
 import copyreg
 import datetime as _dt
 import selectors
@@ -26,7 +26,7 @@ import threading
 import time as _time
 import types
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
@@ -177,33 +177,59 @@ class _Copies:
     size is unchanged; imports (``from time import sleep``) add names, so a module that
     gains a copy is read again. Reassigning an existing name to a time function keeps
     the size and is missed, as it is by freezegun's own cache.
+
+    When no module was imported or removed and no namespace changed size since the last
+    look (checked at C speed: one list comparison and a ``map(len, ...)``), the copies
+    found then are the answer, which keeps a replay's fixed cost to a few microseconds.
     """
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[object, int, tuple[tuple[str, object], ...]]] = {}
         self._key: tuple[frozenset[int], tuple[str, ...]] = (frozenset(), ())
+        # The last look: sys.modules' values, their namespaces and sizes, what was found.
+        self._modules: list[object] = []
+        self._namespaces: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._found: list[tuple[types.ModuleType, str, object]] = []
 
-    def find(self, reals: dict[int, object]) -> Iterator[tuple[types.ModuleType, str, object]]:
+    def find(self, reals: dict[int, object]) -> list[tuple[types.ModuleType, str, object]]:
         """``(module, attribute, real object)`` for every copy in a non-ignored module."""
         key = (frozenset(reals), _ignore)
         if key != self._key:  # other real objects or another ignore list: start afresh
             self._cache.clear()
+            self._modules = []
             self._key = key
+        modules: list[object] = list(sys.modules.values())
+        if modules == self._modules and list(map(len, self._namespaces)) == self._sizes:
+            return [c for c in self._found if c[0].__dict__.get(c[1]) is c[2]]
+        namespaces: list[dict[str, Any]] = []
+        found: list[tuple[types.ModuleType, str, object]] = []
         cache = self._cache
         for name, module in list(sys.modules.items()):
             namespace = getattr(module, "__dict__", None)
             if not isinstance(namespace, dict):
+                namespaces.append(_NO_NAMESPACE)
                 continue
+            namespaces.append(namespace)
             size = len(namespace)
             known = cache.get(name)
             if known is not None and known[0] is module and known[1] == size:
-                found = known[2]
+                copies = known[2]
             else:
-                found = self._read(name, namespace, reals)
-                cache[name] = (module, size, found)
-            for attribute, real in found:
-                if namespace.get(attribute) is real:
-                    yield module, attribute, real
+                copies = self._read(name, namespace, reals)
+                cache[name] = (module, size, copies)
+            found.extend(
+                (module, attribute, real)
+                for attribute, real in copies
+                if namespace.get(attribute) is real
+            )
+        if len(namespaces) == len(modules):  # sys.modules did not change under us
+            self._modules, self._namespaces = modules, namespaces
+            self._sizes = list(map(len, namespaces))
+            self._found = found
+        else:
+            self._modules = []
+        return found
 
     @staticmethod
     def _read(
@@ -219,8 +245,10 @@ class _Copies:
         """Drop what is known of ``names`` (modules imported while patched)."""
         for name in names:
             self._cache.pop(name, None)
+        self._modules = []
 
 
+_NO_NAMESPACE: Final[dict[str, Any]] = {}
 _COPIES: Final = _Copies()
 
 
@@ -233,6 +261,8 @@ def _asyncio_classes() -> tuple[type[Any], type[Any]]:
     """The event loop and selector classes ``asyncio.run`` would use now, found once per
     event loop policy (making a loop to see them costs a socketpair)."""
     global _loop_classes
+    import asyncio
+
     policy = asyncio.get_event_loop_policy()
     if _loop_classes is None or _loop_classes[0] is not policy:
         loop = asyncio.new_event_loop()
@@ -289,6 +319,24 @@ def _set(target: object, name: str, value: object, undo: list[Callable[[], None]
     original = getattr(target, name)
     setattr(target, name, value)
     undo.append(lambda: setattr(target, name, original))
+
+
+#: uuid's handles on the C library's time-based uuid generation.
+_UUID_CLOCKS: Final = ("_generate_time_safe", "_UuidCreate", "_last_timestamp")
+
+
+def _set_all(changes: list[tuple[object, str, object]], undo: list[Callable[[], None]]) -> None:
+    """Make each change, and add one undo step that reverts them all (in reverse order)."""
+    originals: list[tuple[object, str, object]] = []
+
+    def revert() -> None:
+        for target, name, original in reversed(originals):
+            setattr(target, name, original)
+
+    undo.append(revert)
+    for target, name, value in changes:
+        originals.append((target, name, getattr(target, name)))
+        setattr(target, name, value)
 
 
 def _register_pickler(cls: type, pickler: Any, undo: list[Callable[[], None]]) -> None:
@@ -355,60 +403,90 @@ def install(clock: VirtualClock) -> list[Callable[[], None]]:
         return undo
 
 
+class _Plan:
+    """What install puts where: each real time object of ``time`` and ``datetime`` and its
+    stand-in. Built once per process (and again if those objects were replaced)."""
+
+    def __init__(self, fg: Any) -> None:
+        self.fg = fg
+        self.fakes: dict[str, object] = {
+            "time": _fake_time,
+            "time_ns": _fake_time_ns,
+            "monotonic": _fake_monotonic,
+            "monotonic_ns": _fake_monotonic_ns,
+            "perf_counter": _fake_perf_counter,
+            "perf_counter_ns": _fake_perf_counter_ns,
+            "sleep": _fake_sleep,
+            "localtime": fg.fake_localtime,
+            "gmtime": fg.fake_gmtime,
+            "strftime": fg.fake_strftime,
+        }
+        #: ``time``'s own functions as they are without the patch.
+        self.originals = {name: getattr(_time, name) for name in self.fakes}
+        pairs = [(self.originals[name], fake) for name, fake in self.fakes.items()]
+        pairs += [(REAL.datetime, fg.FakeDatetime), (REAL.date, fg.FakeDate)]
+        #: id of a real object -> its stand-in, and back.
+        self.fake_of = {id(real): fake for real, fake in pairs}
+        self.real_of = {id(fake): real for real, fake in pairs}
+
+    def current(self, fg: Any) -> bool:
+        """Whether the plan still describes the process (nobody replaced the originals)."""
+        names = self.originals
+        return fg is self.fg and [getattr(_time, n) for n in names] == list(names.values())
+
+
+_plan: _Plan | None = None
+
+
 def _patch(clock: VirtualClock, fg: Any, undo: list[Callable[[], None]]) -> None:
+    global _plan
+    if _plan is None or not _plan.current(fg):
+        _plan = _Plan(fg)
+    plan = _plan
     # freezegun's FakeDatetime and FakeDate answer from its stacks: a factory reading this
     # clock, no tz offset, the ignore list, no ticking.
     stacks = (
         (fg.freeze_factories, _ClockTime(clock)),
-        (fg.tz_offsets, _dt.timedelta(0)),
+        (fg.tz_offsets, _ZERO),
         (fg.ignore_lists, _ignore),
         (fg.tick_flags, False),
     )
     for stack, value in stacks:
         stack.append(value)
         undo.append(stack.pop)
-    # freezegun looks this many frames up for an ignored module in localtime/gmtime/
-    # strftime; from a test body five reach pytest. Only the direct caller decides.
-    _set(fg, "call_stack_inspection_limit", 1, undo)
-    fakes: dict[str, object] = {
-        "time": _fake_time,
-        "time_ns": _fake_time_ns,
-        "monotonic": _fake_monotonic,
-        "monotonic_ns": _fake_monotonic_ns,
-        "perf_counter": _fake_perf_counter,
-        "perf_counter_ns": _fake_perf_counter_ns,
-        "sleep": _fake_sleep,
-        "localtime": fg.fake_localtime,
-        "gmtime": fg.fake_gmtime,
-        "strftime": fg.fake_strftime,
-    }
-    pairs = [(getattr(_time, name), fake) for name, fake in fakes.items()]
-    pairs += [(REAL.datetime, fg.FakeDatetime), (REAL.date, fg.FakeDate)]
-    reals = {id(real): fake for real, fake in pairs}
-    for name, fake in fakes.items():
-        _set(_time, name, fake, undo)
-    _set(_dt, "datetime", fg.FakeDatetime, undo)
-    _set(_dt, "date", fg.FakeDate, undo)
+    # Every attribute to replace, as (object, name, new value); set in one go below.
+    changes: list[tuple[object, str, object]] = [
+        # freezegun looks this many frames up for an ignored module in localtime/gmtime/
+        # strftime; from a test body five reach pytest. Only the direct caller decides.
+        (fg, "call_stack_inspection_limit", 1),
+        *((_time, name, fake) for name, fake in plan.fakes.items()),
+        (_dt, "datetime", fg.FakeDatetime),
+        (_dt, "date", fg.FakeDate),
+        # uuid1() reads the time through the C library unless these are None.
+        *((uuid, name, None) for name in _UUID_CLOCKS if hasattr(uuid, name)),
+    ]
+    fake_of = plan.fake_of
+    changes += [(module, attr, fake_of[id(real)]) for module, attr, real in _COPIES.find(fake_of)]
+    _set_all(changes, undo)
     # Pickled real dates come back as freezegun's, as under freeze_time.
     _register_pickler(REAL.datetime, fg.pickle_fake_datetime, undo)
     _register_pickler(REAL.date, fg.pickle_fake_date, undo)
-    # uuid1() reads the time through the C library unless these are None.
-    for name in ("_generate_time_safe", "_UuidCreate", "_last_timestamp"):
-        if hasattr(uuid, name):
-            _set(uuid, name, None, undo)
-    for module, attribute, found in _COPIES.find(reals):
-        _set(module, attribute, reals[id(found)], undo)
-    _patch_asyncio(clock, undo)
-    modules_at_start = set(sys.modules)
-    real_of = {id(fake): real for real, fake in pairs}
-    undo.append(lambda: _restore_new_modules(modules_at_start, real_of))
+    # Only a program that has imported asyncio can have event loops to run on the clock;
+    # importing it here would cost every replay of a program that never uses it.
+    if "asyncio" in sys.modules:
+        _patch_asyncio(clock, undo)
+    names_at_start = list(sys.modules)
+    undo.append(lambda: _restore_new_modules(names_at_start, plan.real_of))
 
 
-def _restore_new_modules(modules_at_start: set[str], real_of: dict[int, object]) -> None:
+_ZERO: Final = _dt.timedelta(0)
+
+
+def _restore_new_modules(names_at_start: list[str], real_of: dict[int, object]) -> None:
     """Modules imported while patched copied fakes; give them the real objects back."""
-    if len(sys.modules) == len(modules_at_start):
-        return
-    new = set(sys.modules) - modules_at_start
+    if len(sys.modules) == len(names_at_start):
+        return  # (sys.modules only grows in practice: the same size is the same modules)
+    new = set(sys.modules) - set(names_at_start)
     for name in new:
         namespace = getattr(sys.modules.get(name), "__dict__", None)
         if not isinstance(namespace, dict):

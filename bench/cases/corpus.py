@@ -1,0 +1,221 @@
+"""Figure: what a replay costs where users feel it, once per tape.
+
+Two measurements, each against a baseline taken in the same run:
+
+* **fixed cost of one replay** in a fresh interpreter with at least 600 modules loaded (as
+  a real application's test process has): ``sessiontape.replay(path)`` entered, one
+  process call served, ``finish()`` and exit, on a one-call tape. Baseline: the same
+  replay with ``patch_time=False``, which installs no fake clock.
+* **a corpus through pytest**: one pytest session holding 60 tiny cassettes (collected as
+  items and replayed through a ``sessiontape_replay`` hook) and 60 trivial tests; the
+  time pytest spends in the cassette items against the time in the trivial ones (each
+  item's setup, call and teardown, summed by a small plugin), so collection and start-up
+  count for neither. Then a corpus of 500 cassettes, serial against ``-n 2``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from .common import in_subprocess, median, now_ns
+
+__all__ = ["child_fixed_cost", "run", "write_corpus"]
+
+#: Modules the fixed-cost child imports until it holds at least this many.
+MIN_MODULES: Final = 600
+
+_APP: Final = '''
+"""The application the corpus replays: one process call, one outcome."""
+from sessiontape import ProcessResult
+
+
+class Runner:
+    def run(self, argv, *, cwd=None, env=None, input=None, timeout=None, text=False):
+        return ProcessResult(argv, 0, "ok\\n", "")
+
+    def stream(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+def app(tape):
+    out = tape.process_runner(Runner()).run(["git", "rev-parse", "HEAD"], text=True)
+    tape.finish({"head": out.stdout.strip()})
+    return True
+'''
+
+_CONFTEST: Final = """
+from corpus_app import app
+
+
+def sessiontape_replay(tape, recording):
+    return app(tape)
+"""
+
+_TRIVIAL: Final = """
+import pytest
+
+
+@pytest.mark.parametrize("n", range({count}))
+def test_trivial(n):
+    assert n >= 0
+"""
+
+#: Sums each item's setup + call + teardown time by kind (cassette item or plain test).
+_TIMING_PLUGIN: Final = """
+import json, os
+
+_items = {"cassette": {}, "test": {}}
+
+
+def pytest_runtest_logreport(report):
+    kind = "cassette" if ".jsonl::" in report.nodeid else "test"
+    _items[kind][report.nodeid] = _items[kind].get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    out = os.environ.get("SESSIONTAPE_BENCH_TIMING")
+    if out and not hasattr(session.config, "workerinput"):
+        with open(out, "w") as fh:
+            json.dump({kind: list(items.values()) for kind, items in _items.items()}, fh)
+"""
+
+
+def write_corpus(root: Path, cassettes: int, trivial: int) -> Path:
+    """A project directory: the app, its conftest, ``cassettes`` tapes, trivial tests."""
+    import sessiontape
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "corpus_app.py").write_text(_APP, encoding="utf-8")
+    (root / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
+    (root / "bench_timing.py").write_text(_TIMING_PLUGIN, encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    if trivial:
+        (root / "test_trivial.py").write_text(_TRIVIAL.format(count=trivial), encoding="utf-8")
+    tapes = root / "tapes"
+    tapes.mkdir(exist_ok=True)
+    sys.path.insert(0, str(root))
+    try:
+        from corpus_app import app  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(root))
+    first = tapes / "tape-0000.jsonl"
+    with sessiontape.record(first, entrypoint="corpus", roots={"repo": str(root)}) as tape:
+        app(tape)
+    content = first.read_bytes()
+    for i in range(1, cassettes):
+        (tapes / f"tape-{i:04d}.jsonl").write_bytes(content)
+    return root
+
+
+def _pytest(root: Path, *args: str, timing: Path | None = None) -> int:
+    """Wall ns of one pytest run in ``root`` (fails loudly if pytest fails)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
+    if timing is not None:
+        env["SESSIONTAPE_BENCH_TIMING"] = str(timing)
+    start = now_ns()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "bench_timing", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = now_ns() - start
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"pytest failed in {root}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+    return elapsed
+
+
+def child_fixed_cost(path: str, calls: int) -> dict[str, Any]:
+    """In a fresh interpreter: load modules to 600+, then time ``calls`` replays each way."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules():
+        if len(sys.modules) >= MIN_MODULES + 50:
+            break
+        if info.name.startswith(("test", "idle", "tkinter", "turtle", "antigravity", "this")):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except BaseException:
+            continue
+    import sessiontape
+    from sessiontape import ProcessResult
+
+    class Runner:
+        def run(self, argv: Any, **kwargs: Any) -> ProcessResult:
+            return ProcessResult(argv, 0, "ok\n", "")
+
+    modules = len(sys.modules)
+
+    def once(patch_time: bool) -> None:
+        with sessiontape.replay(path, patch_time=patch_time) as tape:
+            tape.process_runner(Runner()).run(["git", "rev-parse", "HEAD"], text=True)
+            report = tape.finish({"head": "ok"})
+        assert report.ok, report.render()
+
+    out: dict[str, Any] = {"modules": modules}
+    for patch_time in (True, False):
+        for _ in range(5):
+            once(patch_time)
+        samples = []
+        for _ in range(calls):
+            start = now_ns()
+            once(patch_time)
+            samples.append(now_ns() - start)
+        out["default" if patch_time else "patch_time_false"] = {
+            "median_ns": median(samples),
+            "min_ns": min(samples),
+            "max_ns": max(samples),
+        }
+    return out
+
+
+def run(*, workdir: Path, fixed_calls: int, corpus: int, big_corpus: int) -> dict[str, Any]:
+    """Run both measurements; see the module docstring."""
+    root = write_corpus(workdir / "corpus-small", corpus, corpus)
+    one = root / "tapes" / "tape-0000.jsonl"
+    fixed = in_subprocess("cases.corpus:child_fixed_cost", path=str(one), calls=fixed_calls)
+    timing = workdir / "corpus-timing.json"
+    _pytest(root, ".", timing=timing)
+    items = json.loads(timing.read_text())
+    counts = {kind: len(durations) for kind, durations in items.items()}
+    if counts != {"cassette": corpus, "test": corpus}:
+        raise RuntimeError(f"the corpus session ran {counts}, not {corpus} of each")
+    big = write_corpus(workdir / "corpus-big", big_corpus, 0)
+    serial = _pytest(big, "tapes")
+    parallel = _pytest(big, "tapes", "-n", "2")
+    return {
+        "fixed": fixed,
+        "corpus": {
+            "items": corpus,
+            # The first replay of a process also pays one-time set-up (the first look at
+            # every loaded module); it is part of the total, and shown on its own too.
+            "cassette_items_s": sum(items["cassette"]),
+            "trivial_items_s": sum(items["test"]),
+            "cassette_median_s": median(items["cassette"]),
+            "trivial_median_s": median(items["test"]),
+            "cassette_first_s": items["cassette"][0],
+        },
+        "big_corpus": {"items": big_corpus, "serial_ns": serial, "xdist_2_ns": parallel},
+    }
+
+
+def _main() -> None:  # pragma: no cover - a manual check: python -m cases.corpus DIR
+    import tempfile
+
+    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
+    print(json.dumps(run(workdir=work, fixed_calls=100, corpus=60, big_corpus=500), indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()
