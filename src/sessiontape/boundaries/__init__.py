@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ._agent import extract_usage, recording_agent, replaying_agent
 from ._methods import method_names
-from ._popen import patched_popen, recording_popen_class, replaying_popen_class
-from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, record_process
+from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
+from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, env_delta, record_process
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
 from ._store import recording_store, replaying_store
@@ -21,6 +21,7 @@ from ._user import recording_boundary, replaying_boundary
 
 __all__ = [
     "IN_PROCESS_CALL",
+    "TAPE_PID_BASE",
     "ProcessReplay",
     "ProcessResult",
     "ProcessRunner",
@@ -29,16 +30,16 @@ __all__ = [
     "RecordingRunner",
     "ReplaySide",
     "SubprocessRunner",
+    "env_delta",
     "extract_usage",
     "method_names",
-    "patched_popen",
     "record_process",
     "recording_agent",
     "recording_boundary",
-    "recording_popen_class",
+    "recording_popen",
     "recording_store",
     "replaying_agent",
     "replaying_boundary",
-    "replaying_popen_class",
+    "replaying_popen",
     "replaying_store",
 ]

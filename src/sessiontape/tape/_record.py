@@ -19,10 +19,9 @@ from ..boundaries import (
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
-    patched_popen,
     recording_agent,
     recording_boundary,
-    recording_popen_class,
+    recording_popen,
     recording_store,
 )
 from ..cassette import BoundaryKind, Level, PayloadCodec
@@ -148,7 +147,7 @@ class RecordTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        return patched_popen(recording_popen_class(self._recorder))
+        return recording_popen(self._recorder)
 
     # -- ending -------------------------------------------------------------------------
 

@@ -16,10 +16,9 @@ from typing import Any, Literal
 from ..boundaries import (
     ProcessReplay,
     ProcessRunner,
-    patched_popen,
     replaying_agent,
     replaying_boundary,
-    replaying_popen_class,
+    replaying_popen,
     replaying_store,
 )
 from ..cassette import BoundaryKind, Recording
@@ -156,7 +155,7 @@ class ReplayTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        return patched_popen(replaying_popen_class(self._process_replay()))
+        return replaying_popen(self._process_replay())
 
     # -- ending -------------------------------------------------------------------------
 
