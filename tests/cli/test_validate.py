@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import sessiontape
 import sessiontape.cassette
 from sessiontape.cassette import FORMAT_VERSION
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .conftest import Cli, Editor, Recorder

@@ -11,6 +11,7 @@ object-wrapping boundaries share. The tape front (``sessiontape.tape``) wires th
 from __future__ import annotations
 
 from ._agent import extract_usage, recording_agent, replaying_agent
+from ._errors_hook import application_frame, reporting_thread_errors
 from ._methods import method_names
 from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
 from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, env_delta, record_process
@@ -30,6 +31,7 @@ __all__ = [
     "RecordingRunner",
     "ReplaySide",
     "SubprocessRunner",
+    "application_frame",
     "env_delta",
     "extract_usage",
     "method_names",
@@ -42,4 +44,5 @@ __all__ = [
     "replaying_boundary",
     "replaying_popen",
     "replaying_store",
+    "reporting_thread_errors",
 ]

@@ -184,6 +184,10 @@ class ReplayEngine:
         """Report a mismatch a boundary found (see :meth:`Outcome.mismatch`)."""
         self._outcome.mismatch(kind, **fields)
 
+    def application_error(self, exc: BaseException, frame: str | None = None) -> None:
+        """Report an exception that ended the calling worker's thread (or task)."""
+        self._outcome.application_error(exc, worker_var.get(), frame)
+
     # -- ordering of verify boundaries --------------------------------------------------
 
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:

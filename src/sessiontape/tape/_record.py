@@ -8,11 +8,12 @@ is, so an application wired through a tape pays nothing when recording is off.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from .._context import derived_workers
 from .._errors import UsageError
 from .._time import Clock, RealClock
 from ..boundaries import (
@@ -43,6 +44,9 @@ class RecordTape(Tape):
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
         self._clock = RealClock()
+        # Threads that do not name themselves are named as on replay (see _context).
+        self._threads = ExitStack()
+        self._threads.enter_context(derived_workers())
 
     # -- what the recording is ----------------------------------------------------------
 
@@ -165,7 +169,10 @@ class RecordTape(Tape):
         exc: BaseException | None = None,
         tb: TracebackType | None = None,
     ) -> None:
-        self._recorder.close(exc, tb)
+        try:
+            self._recorder.close(exc, tb)
+        finally:
+            self._threads.close()
 
 
 class DisabledTape(Tape):

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any, Literal
 
+from .._context import derived_workers
 from ..boundaries import (
     ProcessReplay,
     ProcessRunner,
@@ -20,6 +21,7 @@ from ..boundaries import (
     replaying_boundary,
     replaying_popen,
     replaying_store,
+    reporting_thread_errors,
 )
 from ..cassette import BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
@@ -44,6 +46,9 @@ class ReplayTape(Tape):
         self._patch_time = patch_time
         self._stack = ExitStack()
         self._processes: ProcessReplay | None = None
+        # The session starts with the tape: threads are named, their deaths reported.
+        self._stack.enter_context(derived_workers())
+        self._stack.enter_context(reporting_thread_errors(engine))
 
     # -- what the replay is -------------------------------------------------------------
 

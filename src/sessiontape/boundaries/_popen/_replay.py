@@ -58,6 +58,7 @@ class _Fake:
         self.polls_left = entry.polls
         self.timeouts_left = entry.timeouts
         self.timing_out = False
+        self.orig_timeout: float | None = None
         self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
         self._served = False
         self._lock = threading.Lock()
@@ -275,6 +276,11 @@ def _wait(self: Any, timeout: float | None) -> Any:
         return ORIGINALS["_wait"](self, timeout)
     if self.returncode is not None:
         return self.returncode
+    if timeout is not None and fake.timing_out:
+        # communicate(timeout=...) timed out on the tape while waiting for the exit; Python
+        # reports the time that was left then, which was about the whole timeout.
+        fake.polls_left = max(0, fake.polls_left - 1)
+        raise subprocess.TimeoutExpired(self.args, fake.orig_timeout)
     if timeout is not None and (fake.polls_left > 0 or not fake.ends_by_itself):
         if fake.polls_left > 0:
             fake.polls_left -= 1
@@ -300,6 +306,7 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
     if fake is None:
         return ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     fake.timing_out = endtime is not None and fake.timeouts_left > 0
+    fake.orig_timeout = orig_timeout
     try:
         result = ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     except subprocess.TimeoutExpired:
@@ -331,6 +338,8 @@ def _remaining_time(self: Any, endtime: Any) -> Any:
         return None
     if not fake.timing_out:
         return WAIT_SECONDS  # the tape, not the clock, decides whether this times out
+    if not (self.stdout or self.stderr or self.stdin):
+        return 0.0  # no pipes: communicate() goes straight to wait(), which times out
     return -1.0 if _drained(self, fake) else 0.01
 
 
