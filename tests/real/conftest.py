@@ -69,6 +69,7 @@ class RoundTrip:
     recording: sessiontape.Recording
     report: sessiontape.ReplayReport
     spawned_on_replay: int
+    spawned_on_record: int
     recorded_in: Path
     replayed_in: Path
 
@@ -87,23 +88,30 @@ def round_trip(tmp_path: Path, spawns: Spawns) -> Callable[..., RoundTrip]:
     def run(program: Program, *, setup: Callable[[Path], None] | None = None) -> RoundTrip:
         then, now = tmp_path / "then", tmp_path / "now"
         then.mkdir()
+        now.mkdir()
         if setup is not None:
             setup(then)
         cassette = tmp_path / "tape" / "real.jsonl"
-        with sessiontape.record(cassette, roots={"work": str(then)}) as tape:
-            with tape.patch_subprocess():
-                recorded = program(then)
-        with spawns.counting() as counted:
-            with sessiontape.replay(cassette, roots={"work": str(now)}) as tape:
-                with tape.patch_subprocess():
-                    replayed = program(now)
-                report = tape.finish()
+        with (
+            Spawns().counting() as recording_spawns,
+            sessiontape.record(cassette, roots={"work": str(then)}) as tape,
+            tape.patch_subprocess(),
+        ):
+            recorded = program(then)
+        with (
+            spawns.counting() as counted,
+            sessiontape.replay(cassette, roots={"work": str(now)}) as replaying,
+        ):
+            with replaying.patch_subprocess():
+                replayed = program(now)
+            report = replaying.finish()
         return RoundTrip(
             recorded,
             replayed,
             sessiontape.load(cassette),
             report,
             len(counted.started),
+            len(recording_spawns.started),
             then,
             now,
         )

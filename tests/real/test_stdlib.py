@@ -72,7 +72,7 @@ def p_read_then_wait(d: Path) -> Any:
 def p_iterate_lines(d: Path) -> Any:
     proc = Popen(echo("for i in range(5): print(i)"), stdout=PIPE, text=True)
     assert proc.stdout is not None
-    lines = [line for line in proc.stdout]
+    lines = list(proc.stdout)
     return lines, proc.wait()
 
 
@@ -89,7 +89,8 @@ def p_poll_loop(d: Path) -> Any:
 
 def p_write_stdin(d: Path) -> Any:
     proc = Popen(echo("import sys; print(sys.stdin.read().upper())"), stdin=PIPE, stdout=PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     proc.stdin.write(b"shout")
     proc.stdin.close()
     return proc.stdout.read(), proc.wait()
@@ -189,7 +190,8 @@ def p_binary(d: Path) -> Any:
 def p_conversation(d: Path) -> Any:
     code = "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1], flush=True)"
     proc = Popen(echo(code), stdin=PIPE, stdout=PIPE, text=True, bufsize=1)
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     answers = []
     for word in ("abc", "hello", "sessiontape"):
         proc.stdin.write(word + "\n")
@@ -262,7 +264,7 @@ def test_pattern_replays_unchanged(name: str, round_trip: Callable[..., RoundTri
     program, processes = PATTERNS[name]
     done = round_trip(program)
     assert done.replayed == done.recorded
-    assert len(done.processes) == processes
+    assert len(done.processes) == processes == done.spawned_on_record
     assert done.report.mismatches == []
     assert done.report.ok
     assert done.report.consumed == done.report.loaded == processes
@@ -275,7 +277,7 @@ def test_every_pattern_in_one_session(round_trip: Callable[..., RoundTrip]) -> N
 
     done = round_trip(everything)
     assert done.replayed == done.recorded
-    assert len(done.processes) == sum(n for _, n in PATTERNS.values()) == len(PATTERNS)
+    assert len(done.processes) == done.spawned_on_record == len(PATTERNS)
     assert done.report.ok, done.report.render()
     assert done.spawned_on_replay == 0
 

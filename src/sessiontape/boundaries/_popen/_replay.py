@@ -280,7 +280,7 @@ def _wait(self: Any, timeout: float | None) -> Any:
         # communicate(timeout=...) timed out on the tape while waiting for the exit; Python
         # reports the time that was left then, which was about the whole timeout.
         fake.polls_left = max(0, fake.polls_left - 1)
-        raise subprocess.TimeoutExpired(self.args, fake.orig_timeout)
+        raise subprocess.TimeoutExpired(self.args, fake.orig_timeout or 0.0)
     if timeout is not None and (fake.polls_left > 0 or not fake.ends_by_itself):
         if fake.polls_left > 0:
             fake.polls_left -= 1
