@@ -124,9 +124,12 @@ def test_every_process_of_the_repo_api_is_recorded_and_replays_where_the_repo_ex
 ) -> None:
     _make_repo(tmp_path)
     cassette = tmp_path / "repo.jsonl"
-    with spawns.counting() as recorded_spawns:
-        with sessiontape.record(cassette) as tape, tape.patch_subprocess():
-            recorded = repo_api(tmp_path)
+    with (
+        spawns.counting() as recorded_spawns,
+        sessiontape.record(cassette) as tape,
+        tape.patch_subprocess(),
+    ):
+        recorded = repo_api(tmp_path)
     spawned = len(recorded_spawns.started)
     processes = sessiontape.load(cassette).entries_for("process")
     assert len(processes) == spawned > 8

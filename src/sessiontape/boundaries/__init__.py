@@ -11,6 +11,12 @@ object-wrapping boundaries share. The tape front (``sessiontape.tape``) wires th
 from __future__ import annotations
 
 from ._agent import extract_usage, recording_agent, replaying_agent
+from ._async_runner import (
+    AsyncProcessRunner,
+    AsyncRecordingRunner,
+    AsyncReplayRunner,
+    AsyncSubprocessRunner,
+)
 from ._errors_hook import application_frame, reporting_thread_errors
 from ._methods import method_names
 from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
@@ -23,6 +29,10 @@ from ._user import recording_boundary, replaying_boundary
 __all__ = [
     "IN_PROCESS_CALL",
     "TAPE_PID_BASE",
+    "AsyncProcessRunner",
+    "AsyncRecordingRunner",
+    "AsyncReplayRunner",
+    "AsyncSubprocessRunner",
     "ProcessReplay",
     "ProcessResult",
     "ProcessRunner",

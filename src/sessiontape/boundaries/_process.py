@@ -31,6 +31,7 @@ __all__ = [
     "ProcessReplay",
     "RecordingRunner",
     "env_delta",
+    "record_outcome",
     "record_process",
 ]
 
@@ -134,6 +135,28 @@ def record_process(
     )
 
 
+def record_outcome(
+    rec: RecordSide,
+    opened: Opened,
+    argv: Sequence[str],
+    call: dict[str, Any],
+    result: ProcessResult | None,
+    exc: BaseException | None,
+) -> None:
+    """Record how a runner call ended: its result, a timeout or a spawn error."""
+    if isinstance(exc, subprocess.TimeoutExpired):
+        record_process(
+            rec, opened, argv, stdout=exc.stdout, stderr=exc.stderr, timed_out=True, **call
+        )
+    elif exc is not None:
+        record_process(rec, opened, argv, spawn_error=error_info(exc, with_traceback=False), **call)
+    elif result is not None:
+        record_process(
+            rec, opened, argv, returncode=result.returncode, stdout=result.stdout,
+            stderr=result.stderr, **call,
+        )  # fmt: skip
+
+
 class RecordingRunner:
     """A :class:`ProcessRunner` that records every call of the runner it wraps."""
 
@@ -163,23 +186,13 @@ class RecordingRunner:
         flag = IN_PROCESS_CALL.set(True)
         try:
             result = self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
-        except subprocess.TimeoutExpired as exc:
-            record_process(
-                rec, opened, argv, stdout=exc.stdout, stderr=exc.stderr, timed_out=True, **call
-            )
-            raise
         except Exception as exc:
-            record_process(
-                rec, opened, argv, spawn_error=error_info(exc, with_traceback=False), **call
-            )
+            record_outcome(rec, opened, argv, call, None, exc)
             raise
         finally:
             IN_PROCESS_CALL.reset(flag)
             parent_var.reset(token)
-        record_process(
-            rec, opened, argv, returncode=result.returncode, stdout=result.stdout,
-            stderr=result.stderr, **call,
-        )  # fmt: skip
+        record_outcome(rec, opened, argv, call, result, None)
         return result
 
     def stream(

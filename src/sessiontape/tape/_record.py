@@ -17,6 +17,9 @@ from .._context import derived_workers
 from .._errors import UsageError
 from .._time import Clock, RealClock
 from ..boundaries import (
+    AsyncProcessRunner,
+    AsyncRecordingRunner,
+    AsyncSubprocessRunner,
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
@@ -104,6 +107,11 @@ class RecordTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return RecordingRunner(self._recorder, inner if inner is not None else SubprocessRunner())
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return AsyncRecordingRunner(
+            self._recorder, inner if inner is not None else AsyncSubprocessRunner()
+        )
+
     def agent(
         self,
         adapter: Any = None,
@@ -111,6 +119,7 @@ class RecordTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
         if adapter is None:
             raise UsageError(
@@ -194,6 +203,9 @@ class DisabledTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return inner if inner is not None else SubprocessRunner()
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return inner if inner is not None else AsyncSubprocessRunner()
+
     def agent(
         self,
         adapter: Any = None,
@@ -201,6 +213,7 @@ class DisabledTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
         return adapter
 

@@ -8,6 +8,7 @@ entered.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
@@ -15,6 +16,8 @@ from typing import Any, Literal
 
 from .._context import derived_workers
 from ..boundaries import (
+    AsyncProcessRunner,
+    AsyncReplayRunner,
     ProcessReplay,
     ProcessRunner,
     replaying_agent,
@@ -120,6 +123,9 @@ class ReplayTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return self._process_replay().runner()
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return AsyncReplayRunner(self._process_replay())
+
     def agent(
         self,
         adapter: Any = None,
@@ -127,8 +133,16 @@ class ReplayTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
-        return replaying_agent(self._engine, method=method, result_type=result_type)
+        if asynchronous is None:
+            names = [method] if isinstance(method, str) else list(method)
+            asynchronous = adapter is not None and any(
+                inspect.iscoroutinefunction(getattr(adapter, n, None)) for n in names
+            )
+        return replaying_agent(
+            self._engine, method=method, result_type=result_type, asynchronous=asynchronous
+        )
 
     def store(
         self,
