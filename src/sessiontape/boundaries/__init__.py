@@ -20,7 +20,14 @@ from ._async_runner import (
 from ._errors_hook import application_frame, reporting_thread_errors
 from ._methods import method_names
 from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
-from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, env_delta, record_process
+from ._process import (
+    IN_PROCESS_CALL,
+    ProcessReplay,
+    RecordingRunner,
+    env_delta,
+    record_process,
+    scrub_env,
+)
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
 from ._store import recording_store, replaying_store
@@ -55,4 +62,5 @@ __all__ = [
     "replaying_popen",
     "replaying_store",
     "reporting_thread_errors",
+    "scrub_env",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "env_delta",
     "record_outcome",
     "record_process",
+    "scrub_env",
 ]
 
 #: Set while a recorded runner call runs, so a patched ``Popen`` under it is not
@@ -72,7 +73,7 @@ def env_delta(env: Mapping[Any, Any] | None) -> dict[str, str | None] | None:
     return delta
 
 
-def _scrub_env(scrubber: Any, env: Mapping[str, str | None]) -> dict[str, str | None]:
+def scrub_env(scrubber: Any, env: Mapping[str, str | None]) -> dict[str, str | None]:
     """An environment (or its delta: ``None`` marks a removed variable) scrubbed."""
     present = {k: v for k, v in env.items() if v is not None}
     scrubbed: dict[str, str | None] = dict(scrubber.env(present))
@@ -117,7 +118,7 @@ def record_process(
             **common_fields(opened),
             argv=scrub.argv([os.fsdecode(a) for a in argv]),
             cwd=scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            env=_scrub_env(scrub, env)
+            env=scrub_env(scrub, env)
             if env is not None and rec.level is not Level.MINIMAL
             else None,
             input=codec.encode(input),
@@ -346,7 +347,7 @@ class ProcessReplay:
         request = {
             "argv": scrub.argv([os.fsdecode(a) for a in argv]),
             "cwd": scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            "env": _scrub_env(scrub, env) if env is not None else None,
+            "env": scrub_env(scrub, env) if env is not None else None,
             "input": deferred
             if deferred is not UNKNOWN_INPUT
             else engine.codec.comparable(input, head.input if head is not None else None),

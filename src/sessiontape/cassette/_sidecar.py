@@ -75,6 +75,26 @@ class Sidecar:
             raise
         return sha256, self.compress
 
+    def copy_to(self, other: Sidecar, sha256: str, *, gz: bool = False) -> None:
+        """Copy the stored file of ``sha256`` into ``other`` as it is (0600, 0700 directory).
+
+        Raises ``FileNotFoundError`` when this sidecar does not hold it.
+        """
+        source, target = self.file_for(sha256, gz=gz), other.file_for(sha256, gz=gz)
+        if target.exists() or source == target:
+            return
+        other.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(other.directory, 0o700)
+        data = source.read_bytes()
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
     def get(self, sha256: str, *, gz: bool = False) -> bytes:
         """The payload stored under ``sha256``.
 
