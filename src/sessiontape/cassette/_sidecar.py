@@ -28,6 +28,25 @@ def sidecar_dir(cassette: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
+def _write_private(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` as a 0600 file, whole or not at all (temp + rename)."""
+    temp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # the mode given to open() is filtered by the umask
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    try:
+        os.replace(temp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
 class Sidecar:
     """The blob store of one cassette.
 
@@ -57,22 +76,7 @@ class Sidecar:
             return sha256, self.compress
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)  # mkdir's mode is filtered by the umask
-        data = gzip.compress(raw, mtime=0) if self.compress else raw
-        temp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        try:
-            os.replace(temp, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        _write_private(target, gzip.compress(raw, mtime=0) if self.compress else raw)
         return sha256, self.compress
 
     def copy_to(self, other: Sidecar, sha256: str, *, gz: bool = False) -> None:
@@ -83,17 +87,10 @@ class Sidecar:
         source, target = self.file_for(sha256, gz=gz), other.file_for(sha256, gz=gz)
         if target.exists() or source == target:
             return
+        data = source.read_bytes()
         other.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(other.directory, 0o700)
-        data = source.read_bytes()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        _write_private(target, data)
 
     def get(self, sha256: str, *, gz: bool = False) -> bytes:
         """The payload stored under ``sha256``.

@@ -17,7 +17,7 @@ import sys
 import termios
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..._errors import UsageError
 
@@ -26,6 +26,7 @@ __all__ = [
     "TAPE_PID_BASE",
     "TRACKER",
     "ChunkLog",
+    "Spawn",
     "close_quietly",
     "install_methods",
     "pending_bytes",
@@ -98,6 +99,23 @@ def popen_argv(args: Any, executable: Any, shell: bool) -> list[str]:
     if executable:
         argv[0] = executable
     return [os.fsdecode(a) for a in argv]
+
+
+class Spawn(NamedTuple):
+    """What ``Popen._execute_child`` is called with that the patch needs (POSIX; the
+    same positions from Python 3.10 to 3.13)."""
+
+    argv: list[str]
+    cwd: Any
+    env: Any
+    #: ``(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)``: Popen's pipe ends.
+    fds: tuple[int, int, int, int, int, int]
+
+    @classmethod
+    def of(cls, args: Any, executable: Any, rest: tuple[Any, ...]) -> Spawn:
+        """From ``_execute_child(self, args, executable, *rest)``."""
+        fds = (rest[8], rest[9], rest[10], rest[11], rest[12], rest[13])
+        return cls(popen_argv(args, executable, rest[7]), rest[3], rest[4], fds)
 
 
 def pending_bytes(fd: int) -> int:

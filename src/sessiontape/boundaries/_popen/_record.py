@@ -26,7 +26,7 @@ from ...scrub import error_info
 from .._process import IN_PROCESS_CALL, env_delta, record_process
 from .._protocols import RecordSide
 from ._asyncio import recording_asyncio
-from ._pipes import ORIGINALS, TRACKER, ChunkLog, close_quietly, install_methods, popen_argv
+from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
 from ._pipes import start_thread as _start_thread
 
 __all__ = ["recording_popen"]
@@ -159,14 +159,14 @@ class _Recording:
             if not rec.active or IN_PROCESS_CALL.get():
                 original(popen, args, executable, *rest)
                 return
-            cwd, env, shell = rest[3], rest[4], rest[7]
-            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = rest[8:14]
+            spawn = Spawn.of(args, executable, rest)
+            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = spawn.fds
             opened = rec.open()
             call = {
-                "cwd": cwd, "env": env_delta(env), "text": bool(popen.text_mode),
+                "cwd": spawn.cwd, "env": env_delta(spawn.env), "text": bool(popen.text_mode),
                 "timeout": None,
             }  # fmt: skip
-            tracked = _Tracked(rec, opened, popen_argv(args, executable, shell), call)
+            tracked = _Tracked(rec, opened, spawn.argv, call)
             relays: list[tuple[int, int, str]] = []
             child_ends: list[int] = []
             if p2cwrite != -1:

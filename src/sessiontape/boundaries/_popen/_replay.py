@@ -26,7 +26,7 @@ from ...replayer import rebuild_error
 from ...report import MismatchKind, diff_values_counted
 from .._process import UNKNOWN_INPUT, ProcessReplay
 from ._asyncio import replaying_asyncio
-from ._pipes import ORIGINALS, TAPE_PID_BASE, TRACKER, install_methods, pending_bytes, popen_argv
+from ._pipes import ORIGINALS, TAPE_PID_BASE, TRACKER, Spawn, install_methods, pending_bytes
 from ._pump import STALL_SECONDS, Pump
 
 __all__ = ["WAIT_SECONDS", "replaying_popen"]
@@ -183,10 +183,9 @@ class _Replaying:
         replaying = self
 
         def _execute_child(popen: Any, args: Any, executable: Any, *rest: Any) -> None:
-            cwd, env, shell = rest[3], rest[4], rest[7]
-            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = rest[8:14]
-            argv = popen_argv(args, executable, shell)
-            entry = server.serve(argv, cwd=cwd, env=env, input=UNKNOWN_INPUT)
+            spawn = Spawn.of(args, executable, rest)
+            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = spawn.fds
+            entry = server.serve(spawn.argv, cwd=spawn.cwd, env=spawn.env, input=UNKNOWN_INPUT)
             engine.clock_at(entry)
             if entry.spawn_error is not None:
                 engine.served(entry)
