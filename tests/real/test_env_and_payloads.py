@@ -123,3 +123,13 @@ def test_patched_large_output_goes_to_the_sidecar_and_replays(tmp_path: Path) ->
             replayed = subprocess.run([PY, "-c", code], capture_output=True).stdout
         assert tape.finish().ok
     assert replayed == recorded == b"z" * 200_000
+
+
+def test_a_runner_call_under_the_patch_is_recorded_once(tmp_path: Path) -> None:
+    path = tmp_path / "once.jsonl"
+    with sessiontape.record(path) as tape, tape.patch_subprocess():
+        tape.process_runner().run([PY, "-c", "print('once')"])
+    assert len(sessiontape.load(path).entries_for("process")) == 1
+    with sessiontape.replay(path) as tape, tape.patch_subprocess():
+        assert tape.process_runner().run([PY, "-c", "print('once')"]).stdout == b"once\n"
+        assert tape.finish().ok
