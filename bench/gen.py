@@ -433,7 +433,7 @@ class _Worker:
                 "--head",
                 branch,
                 program="gh",
-                env={"GH_TOKEN": "[REDACTED]", "GH_PROMPT_DISABLED": "1"},
+                env={"GH_TOKEN": "[REDACTED]", "GH_PROMPT_DISABLED": "1", "*": None},
                 stdout=f"https://github.com/acme/orchestrator/pull/{rng.randrange(9999)}\n",
                 seconds=(0.5, 2.5),
             )

@@ -240,6 +240,22 @@ def figures(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "ratio = their time / ours",
                 )
             )
+        patched = rc.get("patch_subprocess")
+        if psp and patched:
+            mine = patched["median_ns"] / 1000
+            theirs = psp["median_ns"] / 1000
+            rows.append(
+                _row(
+                    None,
+                    "`subprocess.run` replayed under patch_subprocess() vs pytest-subprocess",
+                    mine,
+                    "µs",
+                    "pytest-subprocess",
+                    theirs,
+                    theirs / mine,
+                    "ratio = their time / ours; ours is a real Popen on real pipes",
+                )
+            )
         vcr = rc.get("vcrpy")
         if vcr:
             theirs = vcr["median_ns"] / 1000
@@ -502,6 +518,7 @@ def render_markdown(results: dict[str, Any]) -> str:
             "sessiontape_no_paths": "sessiontape, request without a path",
             "sessiontape_gc_paused": "sessiontape, default, GC paused",
             "deque": "bare `collections.deque` fake",
+            "patch_subprocess": "sessiontape `patch_subprocess()` (`subprocess.run`, real Popen)",
             "pytest_subprocess": "pytest-subprocess (`subprocess.run` on `FakeProcess`)",
             "vcrpy": "vcrpy, per HTTP interaction",
         }

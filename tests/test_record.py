@@ -204,17 +204,26 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     assert "[REDACTED" in str(call.stdout)
 
 
-def test_big_stdout_becomes_a_digest(tmp_path: Path) -> None:
+def test_big_stdout_goes_to_the_sidecar(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     with sessiontape.record(path) as tape:
         out = tape.process_runner().run([PY, "-c", "print('x' * 200_000, end='')"]).stdout
     assert len(out) == 200_000
     (call,) = sessiontape.load(path).entries_for("process")
     assert isinstance(call.stdout, Blob)
-    assert call.stdout.truncated
+    assert not call.stdout.truncated
+    assert call.stdout.sidecar
     assert call.stdout.size == 200_000
     assert call.stdout.sha256.startswith("sha256:")
     assert path.stat().st_size < 10_000
+    blob = tmp_path / "big.jsonl.blobs" / call.stdout.sha256.replace(":", "-")
+    assert blob.read_bytes() == b"x" * 200_000
+    assert blob.stat().st_mode & 0o777 == 0o600
+    assert blob.parent.stat().st_mode & 0o777 == 0o700
+    with sessiontape.replay(path) as tape:
+        again = tape.process_runner().run([PY, "-c", "print('x' * 200_000, end='')"])
+        assert again.stdout == b"x" * 200_000
+        assert tape.finish().ok
 
 
 def test_non_utf8_output_is_kept_exactly(tmp_path: Path) -> None:
@@ -407,10 +416,12 @@ def test_patch_subprocess_records_unmodified_code(tmp_path: Path) -> None:
 
 def test_patch_subprocess_is_restored(tmp_path: Path) -> None:
     real = subprocess.Popen
+    spawn = real.__dict__["_execute_child"]
     with sessiontape.record(tmp_path / "r.jsonl") as tape:
         with tape.patch_subprocess():
-            assert subprocess.Popen is not real
-        assert subprocess.Popen is real
+            assert subprocess.Popen is real  # the name is left alone: its methods are patched
+            assert real.__dict__["_execute_child"] is not spawn
+        assert real.__dict__["_execute_child"] is spawn
 
 
 def test_disabled_recording_returns_the_objects_themselves(

@@ -117,11 +117,16 @@ class BenchStore:
         return self._view(task)
 
 
-def app_env(recorded: dict[str, str] | None, expand: Any) -> dict[str, str] | None:
-    """The environment the application passes for a call recorded with ``recorded``."""
+def app_env(recorded: dict[str, str | None] | None, expand: Any) -> dict[str, str] | None:
+    """The environment the application passes for a call recorded with ``recorded``
+    (an environment of its own: the delta lists every variable, and ``"*"``)."""
     if recorded is None:
         return None
-    return {k: FAKE_GH_TOKEN if v == "[REDACTED]" else expand(v) for k, v in recorded.items()}
+    return {
+        k: FAKE_GH_TOKEN if v == "[REDACTED]" else expand(v)
+        for k, v in recorded.items()
+        if v is not None
+    }
 
 
 def _today(request: Any, expand: Any) -> Any:
@@ -144,9 +149,10 @@ def _serve(
                 env=app_env(entry.env, expand),
                 text=entry.text,
             )
+            len(result.stdout)  # the application reads its output: a digest fails here
         except TruncatedPayloadError:
-            # Over the inline limit: only a digest was kept. The call was still aligned
-            # and served; the application cannot read its output.
+            # Over the inline limit with no sidecar: only a digest was kept. The call was
+            # still aligned and served; the application cannot read its output.
             made["truncated"] += 1
         else:
             if result.returncode and not result.stderr:

@@ -9,6 +9,8 @@ cycled) is answered by
   installed through freezegun, the application's real ``cwd`` under a path root, so
   the request is normalised before it is compared), ``patch_time=False``, and a request
   with no path in it;
+* sessiontape's ``patch_subprocess()``: unchanged code calling ``subprocess.run`` with
+  ``capture_output=True``, a real ``Popen`` fed from the tape (no process spawned);
 * a bare ``collections.deque`` fake (``popleft()`` of a prebuilt result): the floor;
 * pytest-subprocess (``FakeProcess`` with the same calls registered, serving
   ``subprocess.run``);
@@ -142,6 +144,31 @@ def _sessiontape(
             return len(requests)
 
         return go, lambda: tape.__exit__(None, None, None)
+
+    return batch
+
+
+def _patch_subprocess(recording: sessiontape.Recording, requests: list[Any], repo: str) -> Any:
+    """Unchanged code calling ``subprocess.run`` under ``tape.patch_subprocess()``: a real
+    ``Popen`` with real pipes, served from the tape."""
+    roots = {"repo": repo}
+
+    def batch() -> Any:
+        tape = sessiontape.replay(recording, roots=roots)
+        tape.__enter__()
+        patch = tape.patch_subprocess()
+        patch.__enter__()
+
+        def go() -> int:
+            for argv, cwd, _ in requests:
+                subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+            return len(requests)
+
+        def cleanup() -> None:
+            patch.__exit__(None, None, None)
+            tape.__exit__(None, None, None)
+
+        return go, cleanup
 
     return batch
 
@@ -297,6 +324,9 @@ def run(
             _sessiontape(rec_cwd, with_cwd, repo, patch_time=True), batches=batches
         )
     out["deque"] = per_call_ns(_deque(with_cwd), batches=batches)
+    out["patch_subprocess"] = per_call_ns(
+        _patch_subprocess(rec_cwd, with_cwd, repo), batches=batches
+    )
     if others:
         out["pytest_subprocess"] = pytest_subprocess_per_call(with_cwd, batches)
         out["vcrpy"] = vcrpy_per_interaction(vcr_interactions, workdir, vcr_batches)

@@ -20,13 +20,21 @@ from ._errors import (
 from ._hooks import get_plugin_manager, hookimpl
 from ._time import Clock, RealClock
 from ._version import __version__
-from .boundaries import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
+from .boundaries import (
+    AsyncProcessRunner,
+    AsyncSubprocessRunner,
+    ProcessResult,
+    ProcessRunner,
+    ProcessStream,
+    SubprocessRunner,
+)
 from .cassette import (
     FORMAT_VERSION,
     AgentTurn,
     Blob,
     BoundaryKind,
     Call,
+    Chunk,
     Entry,
     Error,
     ErrorInfo,
@@ -51,10 +59,13 @@ __all__ = [
     "ENV_VAR",
     "FORMAT_VERSION",
     "AgentTurn",
+    "AsyncProcessRunner",
+    "AsyncSubprocessRunner",
     "Blob",
     "BoundaryKind",
     "Call",
     "CassetteError",
+    "Chunk",
     "Clock",
     "Entry",
     "Error",

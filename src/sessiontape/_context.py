@@ -1,19 +1,36 @@
 """Ambient context: which worker is running, and which boundary call is open around us.
 
 Both live in :mod:`contextvars` so they follow asyncio tasks. A new thread starts with a
-fresh context, so worker threads set their id explicitly with :func:`worker`.
+fresh context: a worker thread may name itself with :func:`worker`; one that does not is
+given a name derived from where it was started, while a tape is active
+(:func:`derived_workers`): the n-th thread or ``ThreadPoolExecutor`` task started by worker
+``main`` is ``main/n``, the first one that thread starts ``main/n/1``, and so on.
+Recording and replay derive the names the same way, so they agree as long as the program
+starts its threads and submits its tasks in the same order from each worker.
+
 ``worker_var`` and ``parent_var`` are the variables themselves, for the recording and
 replay engines; applications use :func:`worker` and :func:`current_worker`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["DEFAULT_WORKER", "current_worker", "parent_var", "worker", "worker_var"]
+__all__ = [
+    "DEFAULT_WORKER",
+    "current_worker",
+    "derived_workers",
+    "internal_threads",
+    "parent_var",
+    "worker",
+    "worker_var",
+]
 
 DEFAULT_WORKER: Final = "main"
 
@@ -27,8 +44,9 @@ parent_var: Final[ContextVar[int | None]] = ContextVar("sessiontape_parent", def
 def worker(worker_id: str) -> Iterator[str]:
     """Set the ambient worker id for the calls made inside the block.
 
-    Replay keeps one queue per worker, so each worker thread should enter this block at
-    the start of its loop (threads do not inherit the id of the thread that started them)::
+    Replay keeps one queue per worker. A thread that does not name itself is named after
+    the order it was started in (see the module's documentation); name a worker thread
+    yourself when that order is not fixed, at the start of its loop::
 
         def work(i):
             with sessiontape.worker(f"worker-{i}"):
@@ -46,3 +64,93 @@ def worker(worker_id: str) -> Iterator[str]:
 def current_worker() -> str:
     """The ambient worker id (``"main"`` outside any :func:`worker` block)."""
     return worker_var.get()
+
+
+# -- derived names for threads that do not name themselves --------------------------------
+
+_REAL_START: Final = threading.Thread.start
+_REAL_SUBMIT: Final = ThreadPoolExecutor.submit
+_lock = threading.Lock()
+_installed = 0
+_counters: dict[str, Iterator[int]] = {}
+_internal = threading.local()
+
+
+@contextmanager
+def internal_threads() -> Iterator[None]:
+    """Threads started in the block are not the application's: they take no derived name
+    and do not advance the count (sessiontape's own pipe threads, a pool's threads)."""
+    before = getattr(_internal, "on", False)
+    _internal.on = True
+    try:
+        yield
+    finally:
+        _internal.on = before
+
+
+def _next_name() -> str:
+    parent = worker_var.get()
+    with _lock:
+        counter = _counters.get(parent)
+        if counter is None:
+            counter = _counters[parent] = itertools.count(1)
+        return f"{parent}/{next(counter)}"
+
+
+def _start(self: threading.Thread) -> None:
+    if getattr(_internal, "on", False) or getattr(self, "_sessiontape_internal", False):
+        _REAL_START(self)
+        return
+    name = _next_name()
+    run = self.run
+
+    def run_as_worker() -> None:
+        worker_var.set(name)  # the thread's own, fresh context
+        run()
+
+    self.run = run_as_worker  # type: ignore[method-assign]
+    _REAL_START(self)
+
+
+def _run_as(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    token = worker_var.set(name)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        worker_var.reset(token)
+
+
+def _submit(
+    self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+) -> Future[Any]:
+    if getattr(_internal, "on", False):
+        return _REAL_SUBMIT(self, fn, *args, **kwargs)
+    # The name comes from the task, not the pool thread that runs it: which thread takes
+    # which task is up to the scheduler, the order of submission is the program's.
+    name = _next_name()
+    with internal_threads():
+        return _REAL_SUBMIT(self, _run_as, name, fn, *args, **kwargs)
+
+
+@contextmanager
+def derived_workers() -> Iterator[None]:
+    """Name unnamed threads and pool tasks deterministically for the block (re-entrant).
+
+    The counts start afresh when the outermost block is entered, so a recording and its
+    replay name the same threads the same way.
+    """
+    global _installed
+    with _lock:
+        if _installed == 0:
+            _counters.clear()
+            threading.Thread.start = _start  # type: ignore[method-assign]
+            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
+        _installed += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _installed -= 1
+            if _installed == 0:
+                threading.Thread.start = _REAL_START  # type: ignore[method-assign]
+                ThreadPoolExecutor.submit = _REAL_SUBMIT  # type: ignore[method-assign]

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
+import sessiontape
+import sessiontape.cassette
+from sessiontape.cassette import FORMAT_VERSION
+
 if TYPE_CHECKING:
     from .conftest import Cli, Editor, Recorder
 
@@ -100,7 +106,11 @@ def test_clock_going_back_is_a_warning(cli: Cli, cassette: Path, edit: Editor) -
     ]
 
 
-def test_digest_only_payloads_and_levels_are_warnings(cli: Cli, record_session: Recorder) -> None:
+def test_digest_only_payloads_and_levels_are_warnings(
+    cli: Cli, record_session: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a sidecar (unwritable, say), a large payload is kept as a digest only.
+    monkeypatch.setattr(sessiontape.cassette.Sidecar, "put", _refuse_put)
     full = record_session("full.jsonl", max_inline_bytes=2)
     standard = record_session("standard.jsonl", level="standard")
     result = cli("validate", full, standard)
@@ -137,7 +147,8 @@ def test_an_unknown_format_version_is_unreadable(cli: Cli, cassette: Path, edit:
     assert result.out == ""
     assert result.err == (
         f"sessiontape: error: {cassette}:1: format version 99 is not one this sessiontape reads "
-        "(1 to 1). Upgrade sessiontape to read it, or re-record the cassette.\n"
+        f"(1 to {FORMAT_VERSION}). Upgrade sessiontape to read it, or re-record the "
+        "cassette.\n"
     )
 
 
@@ -151,3 +162,24 @@ def test_a_torn_last_line_is_a_warning(cli: Cli, cassette: Path) -> None:
         "skipped.",
         f"{cassette}: valid (1 warning, 15 entries)",
     ]
+
+
+def _refuse_put(self: object, raw: bytes) -> tuple[str, bool]:
+    raise PermissionError(13, "Permission denied")
+
+
+def test_sidecar_payloads_are_valid_and_a_missing_one_is_an_error(
+    cli: Cli, record_session: Recorder
+) -> None:
+    full = record_session("full.jsonl", max_inline_bytes=2)
+    assert cli("validate", full).lines == [f"{full}: valid (15 entries)"]
+    blobs = sorted((full.parent / "full.jsonl.blobs").iterdir())
+    assert blobs
+    blobs[0].unlink()
+    result = cli("validate", full)
+    assert result.code == 1
+    missing = [line for line in result.lines if "is missing" in line]
+    assert len(missing) >= 1
+    assert str(blobs[0]) in missing[0]
+    assert ": seq " in missing[0]
+    assert result.lines[-1].startswith(f"{full}: invalid (")

@@ -11,9 +11,23 @@ object-wrapping boundaries share. The tape front (``sessiontape.tape``) wires th
 from __future__ import annotations
 
 from ._agent import extract_usage, recording_agent, replaying_agent
+from ._async_runner import (
+    AsyncProcessRunner,
+    AsyncRecordingRunner,
+    AsyncReplayRunner,
+    AsyncSubprocessRunner,
+)
+from ._errors_hook import application_frame, reporting_thread_errors
 from ._methods import method_names
-from ._popen import patched_popen, recording_popen_class, replaying_popen_class
-from ._process import IN_PROCESS_CALL, ProcessReplay, RecordingRunner, record_process
+from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
+from ._process import (
+    IN_PROCESS_CALL,
+    ProcessReplay,
+    RecordingRunner,
+    env_delta,
+    record_process,
+    scrub_env,
+)
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
 from ._store import recording_store, replaying_store
@@ -21,6 +35,11 @@ from ._user import recording_boundary, replaying_boundary
 
 __all__ = [
     "IN_PROCESS_CALL",
+    "TAPE_PID_BASE",
+    "AsyncProcessRunner",
+    "AsyncRecordingRunner",
+    "AsyncReplayRunner",
+    "AsyncSubprocessRunner",
     "ProcessReplay",
     "ProcessResult",
     "ProcessRunner",
@@ -29,16 +48,19 @@ __all__ = [
     "RecordingRunner",
     "ReplaySide",
     "SubprocessRunner",
+    "application_frame",
+    "env_delta",
     "extract_usage",
     "method_names",
-    "patched_popen",
     "record_process",
     "recording_agent",
     "recording_boundary",
-    "recording_popen_class",
+    "recording_popen",
     "recording_store",
     "replaying_agent",
     "replaying_boundary",
-    "replaying_popen_class",
+    "replaying_popen",
     "replaying_store",
+    "reporting_thread_errors",
+    "scrub_env",
 ]

@@ -45,11 +45,19 @@ def recording_agent(
     return recording_proxy(rec, adapter, name, method_names(method), maker)
 
 
-def replaying_agent(engine: ReplaySide, *, method: str | Sequence[str], result_type: Any) -> Any:
+def replaying_agent(
+    engine: ReplaySide,
+    *,
+    method: str | Sequence[str],
+    result_type: Any,
+    asynchronous: bool = False,
+) -> Any:
     """A stand-in for the adapter answering each call with the recorded result.
 
     The result is decoded into ``result_type``, or into the type named by the tape when
-    none is given; without either it is returned as plain data.
+    none is given; without either it is returned as plain data. With ``asynchronous``
+    the stand-in's methods are coroutine functions (for an adapter whose ``execute`` is
+    ``async def``).
     """
 
     def decode(entry: CallEntry, data: Any) -> Any:
@@ -58,7 +66,9 @@ def replaying_agent(engine: ReplaySide, *, method: str | Sequence[str], result_t
             target = resolve_result_type(entry.result_type)
         return convert_result(engine, entry, data, target)
 
-    return substitute_proxy(engine, BOUNDARY_AGENT, method_names(method), decode)
+    return substitute_proxy(
+        engine, BOUNDARY_AGENT, method_names(method), decode, asynchronous=asynchronous
+    )
 
 
 _USAGE_KEYS: Final = {

@@ -9,6 +9,7 @@ order, and compares its result with the tape.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -140,6 +141,36 @@ def _call_fields(
 def _recorded_method(
     rec: RecordSide, label: str, method: str, bound: Callable[..., Any], make: EntryMaker
 ) -> Callable[..., Any]:
+    def done(
+        opened: Opened, args: Any, kwargs: Any, result: Any, exc: BaseException | None
+    ) -> None:
+        if exc is not None:
+            err = error_info(exc, with_traceback=False)
+            fields = _call_fields(rec, label, opened, args, kwargs, None, err)
+            rec.write(make(fields, method, None, True))
+        else:
+            fields = _call_fields(rec, label, opened, args, kwargs, result, None)
+            rec.write(make(fields, method, result, False))
+
+    if inspect.iscoroutinefunction(bound):
+
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            if not rec.active:
+                return await bound(*args, **kwargs)
+            opened = rec.open()
+            token = parent_var.set(opened[0])
+            try:
+                result = await bound(*args, **kwargs)
+            except BaseException as exc:
+                parent_var.reset(token)
+                done(opened, args, kwargs, None, exc)
+                raise
+            parent_var.reset(token)
+            done(opened, args, kwargs, result, None)
+            return result
+
+        return _named(acall, method, getattr(bound, "__doc__", None))
+
     def call(*args: Any, **kwargs: Any) -> Any:
         if not rec.active:
             return bound(*args, **kwargs)
@@ -149,13 +180,10 @@ def _recorded_method(
             result = bound(*args, **kwargs)
         except BaseException as exc:
             parent_var.reset(token)
-            err = error_info(exc, with_traceback=False)
-            fields = _call_fields(rec, label, opened, args, kwargs, None, err)
-            rec.write(make(fields, method, None, True))
+            done(opened, args, kwargs, None, exc)
             raise
         parent_var.reset(token)
-        fields = _call_fields(rec, label, opened, args, kwargs, result, None)
-        rec.write(make(fields, method, result, False))
+        done(opened, args, kwargs, result, None)
         return result
 
     return _named(call, method, getattr(bound, "__doc__", None))
@@ -204,12 +232,30 @@ def convert_result(engine: ReplaySide, entry: CallEntry, data: Any, target: Any)
 
 
 def substitute_proxy(
-    engine: ReplaySide, boundary: str, methods: tuple[str, ...], decode: Decode
+    engine: ReplaySide,
+    boundary: str,
+    methods: tuple[str, ...],
+    decode: Decode,
+    *,
+    asynchronous: bool = False,
 ) -> Any:
-    """A stand-in answering each of ``methods`` from the tape; nothing real is called."""
+    """A stand-in answering each of ``methods`` from the tape; nothing real is called.
+
+    With ``asynchronous``, each method is a coroutine function, as the object's were.
+    """
     normalize = _normalizer(engine)
 
     def answer(method: str) -> Callable[..., Any]:
+        if asynchronous:
+            sync = answer_sync(method)
+
+            async def acall(*args: Any, **kwargs: Any) -> Any:
+                return sync(*args, **kwargs)
+
+            return _named(acall, method)
+        return answer_sync(method)
+
+    def answer_sync(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             entry = engine.take(boundary, _request(engine, method, args, kwargs), normalize)
             if entry is None:

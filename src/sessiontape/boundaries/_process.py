@@ -18,18 +18,70 @@ from contextvars import ContextVar
 from typing import Any, Final
 
 from .._context import parent_var
-from ..cassette import BOUNDARY_PROCESS, ErrorInfo, Level, ProcessCall
+from ..cassette import BOUNDARY_PROCESS, ENV_DELTA_SINCE, ErrorInfo, Level, Payload, ProcessCall
 from ..recorder import Opened, common_fields
 from ..replayer import rebuild_error
 from ..scrub import error_info
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream
 
-__all__ = ["IN_PROCESS_CALL", "ProcessReplay", "RecordingRunner", "record_process"]
+__all__ = [
+    "IN_PROCESS_CALL",
+    "UNKNOWN_INPUT",
+    "ProcessReplay",
+    "RecordingRunner",
+    "env_delta",
+    "record_outcome",
+    "record_process",
+    "scrub_env",
+]
 
 #: Set while a recorded runner call runs, so a patched ``Popen`` under it is not
 #: recorded twice.
 IN_PROCESS_CALL: Final[ContextVar[bool]] = ContextVar("sessiontape_in_process_call", default=False)
+#: ``input`` for :meth:`ProcessReplay.serve` when stdin is not known yet: the request is
+#: matched without it, and the boundary checks stdin when the program has written it.
+UNKNOWN_INPUT: Final[Any] = object()
+
+
+#: The key of an environment delta that says every variable not listed was removed.
+ONLY_LISTED: Final = "*"
+
+
+def env_delta(env: Mapping[Any, Any] | None) -> dict[str, str | None] | None:
+    """A child's environment as its difference from ``os.environ`` now.
+
+    Added and changed variables keep their value; a removed one is ``None``. A child
+    that keeps fewer than half of the parent's variables was given an environment of its
+    own: it is recorded whole, with ``"*": None`` for "nothing else", so that it compares
+    alike on a machine whose environment has other variables. ``None`` for a child that
+    inherits the parent's environment (``env=None``).
+    """
+    if env is None:
+        return None
+    parent = os.environ
+    child = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+    kept = sum(1 for key in parent if key in child)
+    if kept * 2 < len(parent):
+        only: dict[str, str | None] = dict(child)
+        only[ONLY_LISTED] = None
+        return only
+    delta: dict[str, str | None] = {k: v for k, v in child.items() if parent.get(k) != v}
+    for key in parent:
+        if key not in child:
+            delta[key] = None
+    return delta
+
+
+def scrub_env(scrubber: Any, env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """An environment (or its delta: ``None`` marks a removed variable) scrubbed."""
+    present = {k: v for k, v in env.items() if v is not None}
+    scrubbed: dict[str, str | None] = dict(scrubber.env(present))
+    for key, value in env.items():
+        if value is None:
+            scrubbed[key] = None
+    return scrubbed
+
 
 # -- record side ----------------------------------------------------------------------
 
@@ -39,8 +91,8 @@ def record_process(
     opened: Opened,
     argv: Sequence[str],
     *,
-    cwd: str | os.PathLike[str] | None,
-    env: Mapping[str, str] | None,
+    cwd: str | bytes | os.PathLike[str] | None,
+    env: Mapping[str, str | None] | None,
     input: str | bytes | None,
     text: bool,
     timeout: float | None,
@@ -50,16 +102,25 @@ def record_process(
     stderr: str | bytes | None = None,
     timed_out: bool = False,
     spawn_error: ErrorInfo | None = None,
+    duration_ns: int | None = None,
+    **more: Any,
 ) -> None:
-    """Write one :class:`ProcessCall` for a call opened with ``rec.open()``."""
+    """Write one :class:`ProcessCall` for a call opened with ``rec.open()``.
+
+    ``env`` is the child's environment as :func:`env_delta` gave it when the call
+    started; ``more`` are the fields only ``patch_subprocess()`` records (``chunks``,
+    ``polls``, ``timeouts``, ``signals``, ``unfinished``), already encoded.
+    """
     scrub = rec.scrubber
     codec = rec.codec
     rec.write(
         ProcessCall(
             **common_fields(opened),
-            argv=scrub.argv([os.fspath(a) for a in argv]),
-            cwd=scrub.path(os.fspath(cwd)) if cwd is not None else None,
-            env=scrub.env(env) if env is not None and rec.level is not Level.MINIMAL else None,
+            argv=scrub.argv([os.fsdecode(a) for a in argv]),
+            cwd=scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
+            env=scrub_env(scrub, env)
+            if env is not None and rec.level is not Level.MINIMAL
+            else None,
             input=codec.encode(input),
             text=text,
             timeout=timeout,
@@ -69,9 +130,32 @@ def record_process(
             stderr=codec.encode(stderr),
             timed_out=timed_out,
             spawn_error=spawn_error,
-            duration_ns=rec.elapsed(opened),
+            duration_ns=rec.elapsed(opened) if duration_ns is None else duration_ns,
+            **more,
         )
     )
+
+
+def record_outcome(
+    rec: RecordSide,
+    opened: Opened,
+    argv: Sequence[str],
+    call: dict[str, Any],
+    result: ProcessResult | None,
+    exc: BaseException | None,
+) -> None:
+    """Record how a runner call ended: its result, a timeout or a spawn error."""
+    if isinstance(exc, subprocess.TimeoutExpired):
+        record_process(
+            rec, opened, argv, stdout=exc.stdout, stderr=exc.stderr, timed_out=True, **call
+        )
+    elif exc is not None:
+        record_process(rec, opened, argv, spawn_error=error_info(exc, with_traceback=False), **call)
+    elif result is not None:
+        record_process(
+            rec, opened, argv, returncode=result.returncode, stdout=result.stdout,
+            stderr=result.stderr, **call,
+        )  # fmt: skip
 
 
 class RecordingRunner:
@@ -97,29 +181,19 @@ class RecordingRunner:
             return self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
         opened = rec.open()
         call: dict[str, Any] = {
-            "cwd": cwd, "env": env, "input": input, "text": text, "timeout": timeout,
+            "cwd": cwd, "env": env_delta(env), "input": input, "text": text, "timeout": timeout,
         }  # fmt: skip
         token = parent_var.set(opened[0])
         flag = IN_PROCESS_CALL.set(True)
         try:
             result = self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
-        except subprocess.TimeoutExpired as exc:
-            record_process(
-                rec, opened, argv, stdout=exc.stdout, stderr=exc.stderr, timed_out=True, **call
-            )
-            raise
         except Exception as exc:
-            record_process(
-                rec, opened, argv, spawn_error=error_info(exc, with_traceback=False), **call
-            )
+            record_outcome(rec, opened, argv, call, None, exc)
             raise
         finally:
             IN_PROCESS_CALL.reset(flag)
             parent_var.reset(token)
-        record_process(
-            rec, opened, argv, returncode=result.returncode, stdout=result.stdout,
-            stderr=result.stderr, **call,
-        )  # fmt: skip
+        record_outcome(rec, opened, argv, call, result, None)
         return result
 
     def stream(
@@ -140,7 +214,7 @@ class RecordingRunner:
             )
         opened = rec.open()
         call: dict[str, Any] = {
-            "cwd": cwd, "env": env, "input": input, "text": text, "timeout": timeout,
+            "cwd": cwd, "env": env_delta(env), "input": input, "text": text, "timeout": timeout,
         }  # fmt: skip
         try:
             inner = self.inner.stream(
@@ -231,18 +305,26 @@ class ProcessReplay:
         self,
         argv: Sequence[str],
         *,
-        cwd: str | os.PathLike[str] | None,
-        env: Mapping[str, str] | None,
-        input: str | bytes | None,
+        cwd: str | bytes | os.PathLike[str] | None,
+        env: Mapping[Any, Any] | None,
+        input: Any,
     ) -> ProcessCall:
         """Align one process request with the tape and return its entry.
 
+        ``env`` is the child's whole environment (``None``: inherited); it is compared
+        as its delta from today's ``os.environ`` (whole, for a format 1 tape).
+        ``input=UNKNOWN_INPUT`` matches without stdin, which the caller checks later.
         Raises :class:`~sessiontape.UnrecordedCallError` when the tape has no answer for
         it (the report already holds the mismatch).
         """
         engine = self.engine
         head = engine.head(BOUNDARY_PROCESS)
         assert head is None or isinstance(head, ProcessCall)
+        if input is UNKNOWN_INPUT:
+            input = None
+            deferred: Payload = head.input if head is not None else None
+        else:
+            deferred = UNKNOWN_INPUT
         # Fast path: identical request, nothing to normalise but the working directory
         # (today's path under a root), whose placeholder form is cached.
         if (
@@ -250,18 +332,25 @@ class ProcessReplay:
             and env is None
             and input is None
             and head.env is None
-            and head.input is None
+            and (head.input is None or deferred is not UNKNOWN_INPUT)
             and head.argv == argv
             and (head.cwd == cwd or (type(cwd) is str and head.cwd == self._cwd_form(cwd)))
         ):
             engine.take_head(BOUNDARY_PROCESS)
             return head
         scrub = engine.scrubber
+        if env is not None:
+            if engine.recording.header.format_version >= ENV_DELTA_SINCE:
+                env = env_delta(env)
+            else:
+                env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
         request = {
-            "argv": scrub.argv([os.fspath(a) for a in argv]),
-            "cwd": scrub.path(os.fspath(cwd)) if cwd is not None else None,
-            "env": scrub.env(env) if env is not None else None,
-            "input": engine.codec.comparable(input, head.input if head is not None else None),
+            "argv": scrub.argv([os.fsdecode(a) for a in argv]),
+            "cwd": scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
+            "env": scrub_env(scrub, env) if env is not None else None,
+            "input": deferred
+            if deferred is not UNKNOWN_INPUT
+            else engine.codec.comparable(input, head.input if head is not None else None),
         }
         entry = engine.take(BOUNDARY_PROCESS, request)
         if entry is None:
@@ -274,24 +363,64 @@ class ProcessReplay:
         return self.engine.payload(entry, getattr(entry, field), field, text=text)
 
     def answer(self, entry: ProcessCall, argv: Sequence[str], text: bool) -> ProcessResult:
-        """The recorded outcome of a process call: its result, or the recorded error."""
+        """The recorded outcome of a process call: its result, or the recorded error.
+
+        Its ``stdout`` and ``stderr`` are read from the tape when the program reads them,
+        so a payload the tape lacks fails only a program that reads it.
+        """
         self.engine.served(entry)
         if entry.spawn_error is not None:
             raise rebuild_error(entry.spawn_error)
-        stdout = self.output(entry, "stdout", text)
-        stderr = self.output(entry, "stderr", text)
         if entry.timed_out:
             raise subprocess.TimeoutExpired(
-                list(argv), entry.timeout or 0.0, output=stdout, stderr=stderr
+                list(argv),
+                entry.timeout or 0.0,
+                output=self.output(entry, "stdout", text),
+                stderr=self.output(entry, "stderr", text),
             )
-        empty: str | bytes = "" if text else b""
-        return ProcessResult(
-            argv,
-            entry.returncode if entry.returncode is not None else 0,
-            stdout if stdout is not None else empty,
-            stderr if stderr is not None else empty,
-            entry.duration_ns,
-        )
+        return _ReplayedResult(self, entry, argv, text)
+
+
+class _ReplayedResult(ProcessResult):
+    """A replayed :class:`ProcessResult` whose output is decoded when first read."""
+
+    __slots__ = ("_entry", "_server", "_text", "_values")
+
+    def __init__(
+        self, server: ProcessReplay, entry: ProcessCall, argv: Sequence[str], text: bool
+    ) -> None:
+        self._server = server
+        self._entry = entry
+        self._text = text
+        self._values: dict[str, Any] = {}
+        code = entry.returncode if entry.returncode is not None else 0
+        super().__init__(argv, code, duration_ns=entry.duration_ns)
+        self._values.clear()  # __init__ set the defaults; the tape's come on first read
+
+    def _read(self, field: str) -> Any:
+        values = self._values
+        if field not in values:
+            served = self._server.output(self._entry, field, self._text)
+            values[field] = served if served is not None else ("" if self._text else b"")
+        return values[field]
+
+    @property
+    def stdout(self) -> Any:
+        """The recorded stdout (read from the tape on first access)."""
+        return self._read("stdout")
+
+    @stdout.setter
+    def stdout(self, value: Any) -> None:
+        self._values["stdout"] = value
+
+    @property
+    def stderr(self) -> Any:
+        """The recorded stderr (read from the tape on first access)."""
+        return self._read("stderr")
+
+    @stderr.setter
+    def stderr(self, value: Any) -> None:
+        self._values["stderr"] = value
 
 
 class _ReplayRunner:

@@ -88,3 +88,6 @@ class ReplaySide(Protocol):
 
     def raw(self, value: Any) -> Any:
         """``value`` as JSON data, not scrubbed."""
+
+    def application_error(self, exc: BaseException, frame: str | None = None) -> None:
+        """Report an exception that ended the calling worker's thread or task."""

@@ -10,12 +10,14 @@ from ._entries import (
     BOUNDARY_AGENT,
     BOUNDARY_PROCESS,
     BOUNDARY_STORE,
+    ENV_DELTA_SINCE,
     FORMAT_VERSION,
     AgentTurn,
     Blob,
     BoundaryKind,
     Call,
     CallEntry,
+    Chunk,
     Entry,
     Error,
     ErrorInfo,
@@ -27,11 +29,13 @@ from ._entries import (
     StoreSnapshot,
     Usage,
     boundary_of,
+    process_payloads,
     request_of,
 )
 from ._loader import is_cassette, load, loads, truncate_torn_tail
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording
+from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
 from ._writer import CassetteWriter, encode_entry
 
 __all__ = [
@@ -39,13 +43,16 @@ __all__ = [
     "BOUNDARY_PROCESS",
     "BOUNDARY_STORE",
     "DEFAULT_MAX_INLINE_BYTES",
+    "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
+    "SIDECAR_SUFFIX",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
     "Call",
     "CallEntry",
     "CassetteWriter",
+    "Chunk",
     "Entry",
     "Error",
     "ErrorInfo",
@@ -56,6 +63,7 @@ __all__ = [
     "Recording",
     "SessionEnd",
     "SessionStart",
+    "Sidecar",
     "StoreMutation",
     "StoreSnapshot",
     "Usage",
@@ -65,6 +73,8 @@ __all__ = [
     "is_cassette",
     "load",
     "loads",
+    "process_payloads",
     "request_of",
+    "sidecar_dir",
     "truncate_torn_tail",
 ]

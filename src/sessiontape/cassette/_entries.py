@@ -12,6 +12,7 @@ and comes with a reader for the previous version.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
@@ -20,12 +21,14 @@ __all__ = [
     "BOUNDARY_AGENT",
     "BOUNDARY_PROCESS",
     "BOUNDARY_STORE",
+    "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
     "Call",
     "CallEntry",
+    "Chunk",
     "Entry",
     "Error",
     "ErrorInfo",
@@ -37,10 +40,15 @@ __all__ = [
     "StoreSnapshot",
     "Usage",
     "boundary_of",
+    "process_payloads",
     "request_of",
 ]
 
-FORMAT_VERSION: Final = 1
+#: 2: a process call's ``env`` is the child's delta from the parent's environment
+#: (``None`` marks a removed variable); in version 1 it was the child's whole environment.
+FORMAT_VERSION: Final = 2
+#: The first format version whose ``ProcessCall.env`` is a delta.
+ENV_DELTA_SINCE: Final = 2
 
 BOUNDARY_PROCESS: Final = "process"
 BOUNDARY_AGENT: Final = "agent"
@@ -61,19 +69,32 @@ class BoundaryKind(str, enum.Enum):
 class Blob(msgspec.Struct, frozen=True, omit_defaults=True):
     """A payload that is not stored as plain text.
 
-    Either the exact bytes, base64-encoded in ``b64`` (output that is not valid UTF-8), or
-    only a digest with ``truncated`` set (the payload was over ``max_inline_bytes``, or the
-    recording level keeps digests only). ``sha256`` is written ``"sha256:<hex>"``.
+    Either the exact bytes, base64-encoded in ``b64`` (output that is not valid UTF-8);
+    or bytes kept in the cassette's sidecar (``sidecar`` set: the payload was over
+    ``max_inline_bytes`` at level ``full``; the file ``NAME.jsonl.blobs/sha256-<hex>``
+    holds them, gzip-compressed when ``gzip`` is set); or only a digest with ``truncated``
+    set (the level keeps digests only, or a sidecar could not be written). ``sha256`` is
+    written ``"sha256:<hex>"`` and is the digest of the bytes stored.
     """
 
     size: int
     sha256: str
     b64: str | None = None
     truncated: bool = False
+    sidecar: bool = False
+    gzip: bool = False
 
 
 #: A recorded payload: exact text, a :class:`Blob`, or ``None`` when nothing was captured.
 Payload = str | Blob | None
+
+
+class Chunk(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One piece of a conversation with a process: bytes the program wrote to its stdin,
+    or read from its stdout or stderr, in the order they crossed the pipes."""
+
+    stream: str
+    data: Payload = None
 
 
 class ErrorInfo(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -136,11 +157,23 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     ``timed_out`` and ``spawn_error`` record the two ways a call can end without a return
     code; replay raises them again as :class:`subprocess.TimeoutExpired` and the recorded
     ``OSError`` subclass (``FileNotFoundError`` for a missing program).
+
+    ``env`` is the child's environment as its delta from the parent's ``os.environ`` at
+    the call (added and changed variables; ``None`` for a removed one); ``None`` when the
+    child inherited the parent's environment. (Format 1 tapes hold the whole environment.)
+
+    A process driven through ``patch_subprocess()`` also records how the program saw it
+    end: ``polls`` is how many times ``poll()`` or ``wait(timeout)`` found it still
+    running, ``timeouts`` how many ``communicate(timeout=...)`` calls timed out, ``signals``
+    the signals the program sent it while it ran, and ``unfinished`` that it was still
+    running when interception ended. A *conversation* (stdin written after output was
+    read) keeps its bytes as ``chunks`` in the order they crossed the pipes, and then
+    leaves ``input``, ``stdout`` and ``stderr`` empty.
     """
 
     argv: list[str]
     cwd: str | None = None
-    env: dict[str, str] | None = None
+    env: dict[str, str | None] | None = None
     input: Payload = None
     text: bool = False
     timeout: float | None = None
@@ -151,6 +184,11 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     timed_out: bool = False
     spawn_error: ErrorInfo | None = None
     duration_ns: int = 0
+    chunks: list[Chunk] | None = None
+    polls: int = 0
+    timeouts: int = 0
+    signals: list[int] | None = None
+    unfinished: bool = False
 
 
 class AgentTurn(_Entry, frozen=True, kw_only=True, tag="agent_turn"):
@@ -252,3 +290,12 @@ def request_of(entry: CallEntry) -> dict[str, Any]:
         return {"argv": entry.argv, "cwd": entry.cwd, "env": entry.env, "input": entry.input}
     method = entry.operation if isinstance(entry, StoreMutation) else entry.method
     return {"method": method, "args": entry.args, "kwargs": entry.kwargs}
+
+
+def process_payloads(entry: ProcessCall) -> Iterator[tuple[str, Payload]]:
+    """Every payload of a process call with its field path (``stdout``, ``chunks[3]``...)."""
+    yield "input", entry.input
+    yield "stdout", entry.stdout
+    yield "stderr", entry.stderr
+    for index, chunk in enumerate(entry.chunks or ()):
+        yield f"chunks[{index}]", chunk.data

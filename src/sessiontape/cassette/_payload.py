@@ -12,8 +12,11 @@ import hashlib
 from collections.abc import Callable
 from typing import Final
 
+import msgspec
+
 from .._errors import UsageError
 from ._entries import Blob, Payload
+from ._sidecar import Sidecar
 
 __all__ = ["DEFAULT_MAX_INLINE_BYTES", "Level", "PayloadCodec", "digest"]
 
@@ -51,9 +54,11 @@ class PayloadCodec:
 
     ``scrub`` is applied to text before it is stored (redaction, path placeholders);
     ``expand`` to stored text when it is served again (placeholders to today's roots).
+    ``sidecar`` is where level ``full`` keeps payloads over ``max_inline_bytes`` (without
+    one they are kept as a digest only); a replay's codec reads them back from it.
     """
 
-    __slots__ = ("expand", "level", "max_inline_bytes", "scrub")
+    __slots__ = ("expand", "level", "max_inline_bytes", "scrub", "sidecar")
 
     def __init__(
         self,
@@ -61,6 +66,7 @@ class PayloadCodec:
         max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES,
         scrub: Callable[[str], str] | None = None,
         expand: Callable[[str], str] | None = None,
+        sidecar: Sidecar | None = None,
     ) -> None:
         if max_inline_bytes < 0:
             raise UsageError(f"max_inline_bytes must be >= 0, got {max_inline_bytes!r}.")
@@ -68,9 +74,13 @@ class PayloadCodec:
         self.max_inline_bytes = max_inline_bytes
         self.scrub = scrub
         self.expand = expand
+        self.sidecar = sidecar
 
     def encode(self, value: str | bytes | None) -> Payload:
-        """The payload to store for ``value``."""
+        """The payload to store for ``value`` (a large one is written to the sidecar)."""
+        return self._encode(value, write=True)
+
+    def _encode(self, value: str | bytes | None, *, write: bool) -> Payload:
         if value is None or self.level is Level.MINIMAL:
             return None
         if isinstance(value, str):
@@ -82,36 +92,74 @@ class PayloadCodec:
         else:
             raw = bytes(value)
             text = None
-        if self.level is Level.STANDARD or len(raw) > self.max_inline_bytes:
+        if self.level is Level.STANDARD:
             return Blob(size=len(raw), sha256=digest(raw), truncated=True)
         if text is None:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                return Blob(size=len(raw), sha256=digest(raw), b64=base64.b64encode(raw).decode())
-        return self.scrub(text) if self.scrub is not None else text
+                text = None
+        if text is not None and self.scrub is not None:
+            text = self.scrub(text)
+            raw = text.encode("utf-8", "surrogateescape")
+        if len(raw) > self.max_inline_bytes:
+            return self._spill(raw, write=write)
+        if text is None:
+            return Blob(size=len(raw), sha256=digest(raw), b64=base64.b64encode(raw).decode())
+        return text
+
+    def _spill(self, raw: bytes, *, write: bool) -> Blob:
+        """A payload too large to keep inline: in the sidecar, or as its digest only."""
+        sidecar = self.sidecar
+        if sidecar is None:
+            return Blob(size=len(raw), sha256=digest(raw), truncated=True)
+        if not write:
+            return Blob(size=len(raw), sha256=digest(raw), sidecar=True, gzip=sidecar.compress)
+        try:
+            sha256, gz = sidecar.put(raw)
+        except OSError:
+            # Recording is never the critical path: keep the digest and go on.
+            return Blob(size=len(raw), sha256=digest(raw), truncated=True)
+        return Blob(size=len(raw), sha256=sha256, sidecar=True, gzip=gz)
 
     def decode(self, payload: Payload, *, text: bool) -> str | bytes | None:
         """The value to serve for a stored payload (``None`` if it was not captured).
 
-        Raises ``LookupError`` for a truncated payload; callers turn that into a
-        :class:`~sessiontape.TruncatedPayloadError` naming the seq.
+        Raises ``LookupError`` for a truncated payload (callers turn that into a
+        :class:`~sessiontape.TruncatedPayloadError` naming the seq) and
+        ``FileNotFoundError`` for a sidecar payload whose file is missing.
         """
         if payload is None:
             return None
         if isinstance(payload, str):
             served = self.expand(payload) if self.expand is not None else payload
             return served if text else served.encode("utf-8", "surrogateescape")
+        if payload.sidecar and not payload.truncated:
+            if self.sidecar is None:
+                raise FileNotFoundError(payload.sha256)
+            raw = self.sidecar.get(payload.sha256, gz=payload.gzip)
+            try:
+                stored_text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return raw.decode("utf-8", "replace") if text else raw
+            return self.decode(stored_text, text=text)
         if payload.truncated or payload.b64 is None:
             raise LookupError(payload.sha256)
         raw = base64.b64decode(payload.b64)
         return raw.decode("utf-8", "replace") if text else raw
 
     def comparable(self, value: str | bytes | None, stored: Payload) -> Payload:
-        """``value`` in the stored form of ``stored``, so the two can be compared."""
+        """``value`` in the stored form of ``stored``, so the two can be compared.
+
+        Nothing is written: a large value is compared by the digest it would be stored
+        under.
+        """
         if value is None:
             return None
         if isinstance(stored, Blob) and stored.truncated:
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
             return Blob(size=len(raw), sha256=digest(raw), truncated=True)
-        return self.encode(value)
+        found = self._encode(value, write=False)
+        if isinstance(stored, Blob) and isinstance(found, Blob) and found.sidecar:
+            return msgspec.structs.replace(found, gzip=stored.gzip)
+        return found

@@ -21,16 +21,19 @@ from typing import Any, Final
 import msgspec
 
 from .. import _hooks
+from ..boundaries import scrub_env
 from ..cassette import (
     AgentTurn,
     Blob,
     Call,
+    Chunk,
     Entry,
     Error,
     ErrorInfo,
     ProcessCall,
     SessionEnd,
     SessionStart,
+    Sidecar,
     StoreMutation,
     StoreSnapshot,
     load,
@@ -54,6 +57,7 @@ _FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
         ("input", "payload"),
         ("stdout", "payload"),
         ("stderr", "payload"),
+        ("chunks", "chunks"),
         ("spawn_error", "error"),
     ),
     AgentTurn: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
@@ -77,30 +81,64 @@ def _scrub_error(info: ErrorInfo, scrubber: Scrubber) -> ErrorInfo:
     return msgspec.structs.replace(info, message=scrubber.text(info.message), traceback=traceback)
 
 
-def _scrub_payload(payload: str | Blob, scrubber: Scrubber) -> str | Blob:
-    # A Blob holds bytes that are not UTF-8 text, or only a digest: nothing to read.
-    return scrubber.text(payload) if isinstance(payload, str) else payload
+#: Where a sidecar payload is read from and where its scrubbed form is written.
+Sidecars = tuple[Sidecar, Sidecar]
 
 
-def _scrubbers(scrubber: Scrubber) -> dict[str, Callable[[Any], Any]]:
+def _scrub_payload(
+    payload: str | Blob | None, scrubber: Scrubber, sidecars: Sidecars | None
+) -> str | Blob | None:
+    if isinstance(payload, str):
+        return scrubber.text(payload)
+    if not isinstance(payload, Blob) or not payload.sidecar or sidecars is None:
+        # Bytes that are not UTF-8 text, or only a digest: nothing to read.
+        return payload
+    source, target = sidecars
+    raw = source.get(payload.sha256, gz=payload.gzip)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        source.copy_to(target, payload.sha256, gz=payload.gzip)
+        return payload
+    scrubbed = scrubber.text(text).encode("utf-8", "surrogateescape")
+    if scrubbed == raw:
+        source.copy_to(target, payload.sha256, gz=payload.gzip)
+        return payload
+    # Content-addressed: the scrubbed bytes are stored under their own digest.
+    sha256, gz = target.put(scrubbed)
+    return msgspec.structs.replace(payload, size=len(scrubbed), sha256=sha256, gzip=gz)
+
+
+def _scrub_chunks(chunks: list[Chunk], scrubber: Scrubber, sidecars: Sidecars | None) -> Any:
+    return [
+        msgspec.structs.replace(c, data=_scrub_payload(c.data, scrubber, sidecars)) for c in chunks
+    ]
+
+
+def _scrubbers(scrubber: Scrubber, sidecars: Sidecars | None) -> dict[str, Callable[[Any], Any]]:
     return {
         "text": scrubber.text,
         "argv": scrubber.argv,
-        "env": scrubber.env,
+        "env": lambda value: scrub_env(scrubber, value),
         "data": scrubber.data,
-        "payload": lambda value: _scrub_payload(value, scrubber),
+        "payload": lambda value: _scrub_payload(value, scrubber, sidecars),
+        "chunks": lambda value: _scrub_chunks(value, scrubber, sidecars),
         "error": lambda value: _scrub_error(value, scrubber),
     }
 
 
-def scrub_entry(entry: Entry, scrubber: Scrubber, *, limit: int = 20) -> ScrubbedEntry:
+def scrub_entry(
+    entry: Entry, scrubber: Scrubber, *, limit: int = 20, sidecars: Sidecars | None = None
+) -> ScrubbedEntry:
     """``entry`` with every recorded value scrubbed, and which values that changed.
 
     ``changes`` holds the first ``limit`` changed values (path, old, new), ``changed``
     counts them all. ``validate`` uses the same function to find values still holding
-    secrets, so both commands always agree on what a secret is.
+    secrets, so both commands always agree on what a secret is. With ``sidecars``
+    (where the cassette's sidecar is, where the output's goes), payloads kept in the
+    sidecar are scrubbed too and rewritten under their new digests.
     """
-    how = _scrubbers(scrubber)
+    how = _scrubbers(scrubber, sidecars)
     replaced: dict[str, Any] = {}
     changes: list[FieldDiff] = []
     changed = 0
@@ -164,10 +202,11 @@ def run(args: argparse.Namespace) -> int:
     scrubber = Scrubber(roots, extra=_hooks.scrub_functions())
     header_roots = _header_roots(recording.header, roots) if roots is not None else None
     output: str = args.path if args.in_place else args.output
+    sidecars = (Sidecar(recording.path), Sidecar(output))
     entries: list[Entry] = []
     values = touched = 0
     for entry in Progress("scrub", len(recording.entries)).iter(recording.entries):
-        scrubbed = scrub_entry(entry, scrubber, limit=0)
+        scrubbed = scrub_entry(entry, scrubber, limit=0, sidecars=sidecars)
         new = scrubbed.entry
         if isinstance(new, SessionStart) and header_roots is not None:
             new = msgspec.structs.replace(new, roots=header_roots)

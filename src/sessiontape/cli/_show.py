@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from ..cassette import Entry, Recording, boundary_of, load
+from ..cassette import Blob, Entry, ProcessCall, Recording, boundary_of, load, process_payloads
 from ._common import (
     KINDS,
     CallTree,
@@ -75,6 +75,25 @@ def crash_note(recording: Recording) -> list[str]:
     return notes
 
 
+def _process_note(entry: Entry) -> str:
+    """What ``show`` adds to a process line: a conversation, sidecar payloads, an end."""
+    if not isinstance(entry, ProcessCall):
+        return ""
+    notes: list[str] = []
+    if entry.chunks:
+        notes.append(f"conversation of {len(entry.chunks)} chunks")
+    kept = [
+        f"{field} {payload.size} B"
+        for field, payload in process_payloads(entry)
+        if isinstance(payload, Blob) and payload.sidecar
+    ]
+    if kept:
+        notes.append(f"in the sidecar: {', '.join(kept[:3])}" + (" ..." if len(kept) > 3 else ""))
+    if entry.unfinished:
+        notes.append("still running when interception ended")
+    return f" [{'; '.join(notes)}]" if notes else ""
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape show``."""
     recording = load(args.path)
@@ -95,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                 str(entry.seq),
                 entry.worker,
                 entry.thread,
-                nesting + what(entry),
+                nesting + what(entry) + _process_note(entry),
             )
         )
     if rows:

@@ -31,14 +31,17 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from ..cassette import (
+    Blob,
     CallEntry,
     Entry,
     ProcessCall,
     Recording,
     SessionEnd,
     SessionStart,
+    Sidecar,
     StoreSnapshot,
     load,
+    process_payloads,
 )
 from ._common import (
     CallTree,
@@ -160,6 +163,23 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     return keep
 
 
+def _copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
+    """Copy into the slice's sidecar the payloads its entries keep there."""
+    source, target = Sidecar(recording.path), Sidecar(output)
+    for entry in kept:
+        if isinstance(entry, ProcessCall):
+            for field, payload in process_payloads(entry):
+                if isinstance(payload, Blob) and payload.sidecar:
+                    try:
+                        source.copy_to(target, payload.sha256, gz=payload.gzip)
+                    except FileNotFoundError:
+                        raise CommandError(
+                            f"seq {entry.seq}: the {field} payload's sidecar file "
+                            f"{source.file_for(payload.sha256, gz=payload.gzip)} is missing, "
+                            "so the slice could not keep it. Restore the .blobs directory."
+                        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape slice``."""
     if not any(
@@ -181,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             kept.append(entry)
     write_entries(args.output, kept)
+    _copy_sidecar_payloads(recording, kept, args.output)
     calls = [e for e in recording.calls if e.seq in keep]
     workers = ", ".join(dict.fromkeys(c.worker for c in calls))
     note = "; the session_end was left out (a partial slice)" if partial else ""

@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 from typing import Final
 
 import msgspec
 
 from .._errors import CassetteError
-from ..cassette import Blob, Entry, ProcessCall, Recording, load
+from ..cassette import Blob, Entry, ProcessCall, Recording, Sidecar, load, process_payloads
 from ..report import format_ms
 from ..scrub import Scrubber
 from ._common import Progress, is_call, kind_of, plural, seq_ranges
@@ -161,6 +162,15 @@ def _secret_findings(entry: Entry, scrubber: Scrubber) -> list[Finding]:
     return found
 
 
+def _missing_blob(seq: int, field: str, blob: Path) -> Finding:
+    return Finding(
+        ERROR,
+        f"the {field} payload is kept in the sidecar file {blob}, which is missing: "
+        "replaying this call fails. Copy the cassette together with its .blobs directory.",
+        seq,
+    )
+
+
 def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
     """Every finding for a loaded cassette: the tape's own first, then entry by entry."""
     found = _tape_findings(recording)
@@ -170,6 +180,7 @@ def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
     clock_warned: set[str] = set()
     truncated: list[str] = []
     full = recording.header.level == "full"
+    sidecar = Sidecar(recording.path)
     for entry in Progress("validate", len(recording.entries)).iter(recording.entries):
         parent = _parent_finding(entry, recording, missing)
         if parent is not None:
@@ -188,10 +199,13 @@ def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
             )
         last_ts[entry.thread] = (entry.seq, entry.ts_ns)
         if full and isinstance(entry, ProcessCall):
-            for field in ("input", "stdout", "stderr"):
-                payload = getattr(entry, field)
+            for field, payload in process_payloads(entry):
                 if isinstance(payload, Blob) and payload.truncated:
                     truncated.append(f"seq {entry.seq} {field}")
+                elif isinstance(payload, Blob) and payload.sidecar:
+                    blob = sidecar.file_for(payload.sha256, gz=payload.gzip)
+                    if not blob.is_file():
+                        found.append(_missing_blob(entry.seq, field, blob))
         if secrets:
             found += _secret_findings(entry, scrubber)
     if truncated:

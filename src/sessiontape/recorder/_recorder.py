@@ -18,6 +18,7 @@ import itertools
 import os
 import platform
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -40,6 +41,7 @@ from ..cassette import (
     PayloadCodec,
     SessionEnd,
     SessionStart,
+    Sidecar,
 )
 from ..scrub import PathRoots, Scrubber, Unencodable, format_traceback, qualname, to_data
 from ._target import IF_EXISTS, IfExists, default_entrypoint, prepare
@@ -55,6 +57,19 @@ COMMON_FIELDS: Final = ("seq", "ts_ns", "mono_ns", "worker", "thread", "parent")
 def common_fields(opened: Opened) -> dict[str, Any]:
     """The fields every entry has, from a call's :data:`Opened`, as entry keyword arguments."""
     return dict(zip(COMMON_FIELDS, opened, strict=True))
+
+
+def _platform_string() -> str:
+    """What ``platform.platform()`` says, built without spawning anything.
+
+    ``platform.platform()`` may run ``uname -p`` in a subprocess, which a recording must
+    not do (a test counting spawns would see it).
+    """
+    try:
+        uname = os.uname()
+    except AttributeError:  # not POSIX
+        return sys.platform
+    return f"{uname.sysname}-{uname.release}-{uname.machine}-{sys.platform}"
 
 
 # Module globals rather than attributes: the hot path reads them once per call, and tests
@@ -87,7 +102,9 @@ class Recorder:
         self.level = Level.parse(level)
         self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
         self.scrubber = Scrubber(self.roots, redact=redact, extra=scrubbers)
-        self.codec = PayloadCodec(self.level, max_inline_bytes, scrub=self.scrubber.text)
+        self.codec = PayloadCodec(
+            self.level, max_inline_bytes, scrub=self.scrubber.text, sidecar=Sidecar(self.path)
+        )
         self._counts: Counter[str] = Counter()
         self._warned: set[str] = set()
         self._finished = False
@@ -111,7 +128,7 @@ class Recorder:
                     config=self.data(config, "config"),
                     level=self.level.value,
                     host=socket.gethostname(),
-                    platform=platform.platform(),
+                    platform=_platform_string(),
                     python=platform.python_version(),
                     roots=self.roots.as_dict(),
                 )

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from .._context import worker_var
-from .._errors import TruncatedPayloadError, UnrecordedCallError, UsageError
-from ..cassette import CallEntry, Level, Payload, PayloadCodec, Recording
+from .._errors import CassetteError, TruncatedPayloadError, UnrecordedCallError, UsageError
+from ..cassette import Blob, CallEntry, Level, Payload, PayloadCodec, Recording, Sidecar
 from ..report import MismatchKind, ReplayMismatch, ReplayReport
 from ..scrub import PathRoots, Scrubber, Unencodable, to_data
 from ._align import Aligner, Normalize
@@ -100,7 +100,12 @@ class ReplayEngine:
     def _set_roots(self, roots: Mapping[str, str] | PathRoots | None) -> None:
         self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
         self.scrubber = Scrubber(self.roots, extra=self._scrubbers)
-        self.codec = PayloadCodec(Level.FULL, scrub=self.scrubber.text, expand=self.roots.expand)
+        self.codec = PayloadCodec(
+            Level.FULL,
+            scrub=self.scrubber.text,
+            expand=self.roots.expand,
+            sidecar=Sidecar(self.recording.path),
+        )
 
     def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
         """Name today's directories for the recorded path placeholders (before any call)."""
@@ -146,11 +151,24 @@ class ReplayEngine:
         self.clock.advance_to(entry.ts_ns, entry.mono_ns)
 
     def payload(self, entry: CallEntry, stored: Payload, field: str, *, text: bool) -> Any:
-        """A recorded payload as served today (placeholders expanded)."""
+        """A recorded payload as served today (placeholders expanded).
+
+        Raises :class:`TruncatedPayloadError` for a payload kept as a digest only, and
+        :class:`CassetteError` for one whose sidecar file is missing or damaged.
+        """
         try:
             return self.codec.decode(stored, text=text)
         except LookupError as exc:
             raise TruncatedPayloadError(seq=entry.seq, field=field, digest=str(exc)) from None
+        except (OSError, ValueError) as exc:
+            assert isinstance(stored, Blob)
+            where = self.codec.sidecar.file_for(stored.sha256, gz=stored.gzip)  # type: ignore[union-attr]
+            raise CassetteError(
+                f"seq {entry.seq}: the recorded {field} ({stored.size} bytes) is kept in the "
+                f"sidecar file {where}, which cannot be read ({exc}). Copy the cassette with "
+                "its .blobs directory, or re-record it.",
+                path=self.recording.path,
+            ) from None
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error raised when a call has no recorded answer."""
@@ -165,6 +183,10 @@ class ReplayEngine:
     def mismatch(self, kind: MismatchKind, **fields: Any) -> None:
         """Report a mismatch a boundary found (see :meth:`Outcome.mismatch`)."""
         self._outcome.mismatch(kind, **fields)
+
+    def application_error(self, exc: BaseException, frame: str | None = None) -> None:
+        """Report an exception that ended the calling worker's thread (or task)."""
+        self._outcome.application_error(exc, worker_var.get(), frame)
 
     # -- ordering of verify boundaries --------------------------------------------------
 

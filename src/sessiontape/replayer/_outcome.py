@@ -120,6 +120,21 @@ class Outcome:
         finally:
             self.strict = strict
 
+    def application_error(self, exc: BaseException, worker: str, frame: str | None) -> None:
+        """An exception ended a worker thread of the application: report it where the
+        worker left the tape, ahead of the calls it never made."""
+        last = self.position.get(worker)
+        where = f" at {frame}" if frame else ""
+        after = f"after seq {last}" if last is not None else "before its first call"
+        self.collect(
+            MismatchKind.APPLICATION_ERROR,
+            seq=last,
+            worker=worker,
+            boundary=_SESSION,
+            message=f"worker {worker!r} died {after} of {qualname(type(exc))}: {exc}{where}.",
+            actual={"type": qualname(type(exc)), "message": str(exc), "frame": frame},
+        )
+
     # -- the final checks -----------------------------------------------------------
 
     def check_outcome(self, actual: Any) -> None:

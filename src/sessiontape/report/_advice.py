@@ -80,6 +80,11 @@ def suggest_next_step(
             "The recorded crash was not reproduced the same way; if the bug is fixed, "
             "re-record to update the regression tape, otherwise compare the exceptions."
         )
+    if kind is MismatchKind.APPLICATION_ERROR:
+        return (
+            f"Worker '{worker}' died of this exception during replay; fix it first: the calls "
+            "it never made are reported after it as unconsumed."
+        )
     return (
         f"The '{boundary}' calls came in a different order than recorded; check for a change in "
         f"locking or scheduling between workers, or re-record if the new order is correct."

@@ -34,6 +34,8 @@ class MismatchKind(str, enum.Enum):
     ERROR_MISMATCH = "error_mismatch"
     #: A verify-boundary call came in a different global order than recorded.
     ORDER_MISMATCH = "order_mismatch"
+    #: An exception ended a worker thread of the application during replay.
+    APPLICATION_ERROR = "application_error"
 
 
 class FieldDiff(msgspec.Struct, frozen=True):

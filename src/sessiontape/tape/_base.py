@@ -17,7 +17,7 @@ from ..cassette import BoundaryKind
 
 if TYPE_CHECKING:
     from .._time import Clock
-    from ..boundaries import ProcessRunner
+    from ..boundaries import AsyncProcessRunner, ProcessRunner
     from ..report import ReplayReport
 
 __all__ = ["Mode", "Tape"]
@@ -61,10 +61,23 @@ class Tape(abc.ABC):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
         """The agent boundary: wraps ``adapter`` so each ``method`` call records an
         ``AgentTurn``; on replay returns an adapter answering with the recorded results,
-        decoded into ``result_type``."""
+        decoded into ``result_type``.
+
+        An adapter whose methods are ``async def`` is recorded as it is awaited; on replay
+        the stand-in's methods are coroutine functions when ``asynchronous`` is true, or,
+        when it is ``None``, when the ``adapter`` passed has coroutine methods."""
+
+    @abc.abstractmethod
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        """The process boundary for asyncio code: ``await runner.run(argv, ...)``.
+
+        Records ``inner`` (default: :class:`~sessiontape.AsyncSubprocessRunner`, asyncio's
+        subprocesses); on replay returns a fake whose ``run`` is a coroutine answering from
+        the tape. Calls are the same ``process`` entries as the synchronous runner's."""
 
     @abc.abstractmethod
     def store(

@@ -8,21 +8,24 @@ is, so an application wired through a tape pays nothing when recording is off.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from .._context import derived_workers
 from .._errors import UsageError
 from .._time import Clock, RealClock
 from ..boundaries import (
+    AsyncProcessRunner,
+    AsyncRecordingRunner,
+    AsyncSubprocessRunner,
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
-    patched_popen,
     recording_agent,
     recording_boundary,
-    recording_popen_class,
+    recording_popen,
     recording_store,
 )
 from ..cassette import BoundaryKind, Level, PayloadCodec
@@ -44,6 +47,9 @@ class RecordTape(Tape):
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
         self._clock = RealClock()
+        # Threads that do not name themselves are named as on replay (see _context).
+        self._threads = ExitStack()
+        self._threads.enter_context(derived_workers())
 
     # -- what the recording is ----------------------------------------------------------
 
@@ -101,6 +107,11 @@ class RecordTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return RecordingRunner(self._recorder, inner if inner is not None else SubprocessRunner())
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return AsyncRecordingRunner(
+            self._recorder, inner if inner is not None else AsyncSubprocessRunner()
+        )
+
     def agent(
         self,
         adapter: Any = None,
@@ -108,6 +119,7 @@ class RecordTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
         if adapter is None:
             raise UsageError(
@@ -148,7 +160,7 @@ class RecordTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        return patched_popen(recording_popen_class(self._recorder))
+        return recording_popen(self._recorder)
 
     # -- ending -------------------------------------------------------------------------
 
@@ -166,7 +178,10 @@ class RecordTape(Tape):
         exc: BaseException | None = None,
         tb: TracebackType | None = None,
     ) -> None:
-        self._recorder.close(exc, tb)
+        try:
+            self._recorder.close(exc, tb)
+        finally:
+            self._threads.close()
 
 
 class DisabledTape(Tape):
@@ -188,6 +203,9 @@ class DisabledTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return inner if inner is not None else SubprocessRunner()
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return inner if inner is not None else AsyncSubprocessRunner()
+
     def agent(
         self,
         adapter: Any = None,
@@ -195,6 +213,7 @@ class DisabledTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
         return adapter
 

@@ -8,19 +8,23 @@ entered.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any, Literal
 
+from .._context import derived_workers
 from ..boundaries import (
+    AsyncProcessRunner,
+    AsyncReplayRunner,
     ProcessReplay,
     ProcessRunner,
-    patched_popen,
     replaying_agent,
     replaying_boundary,
-    replaying_popen_class,
+    replaying_popen,
     replaying_store,
+    reporting_thread_errors,
 )
 from ..cassette import BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
@@ -45,6 +49,9 @@ class ReplayTape(Tape):
         self._patch_time = patch_time
         self._stack = ExitStack()
         self._processes: ProcessReplay | None = None
+        # The session starts with the tape: threads are named, their deaths reported.
+        self._stack.enter_context(derived_workers())
+        self._stack.enter_context(reporting_thread_errors(engine))
 
     # -- what the replay is -------------------------------------------------------------
 
@@ -116,6 +123,9 @@ class ReplayTape(Tape):
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         return self._process_replay().runner()
 
+    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        return AsyncReplayRunner(self._process_replay())
+
     def agent(
         self,
         adapter: Any = None,
@@ -123,8 +133,16 @@ class ReplayTape(Tape):
         method: str | Sequence[str] = "execute",
         result_type: Any = None,
         name: str = "agent",
+        asynchronous: bool | None = None,
     ) -> Any:
-        return replaying_agent(self._engine, method=method, result_type=result_type)
+        if asynchronous is None:
+            names = [method] if isinstance(method, str) else list(method)
+            asynchronous = adapter is not None and any(
+                inspect.iscoroutinefunction(getattr(adapter, n, None)) for n in names
+            )
+        return replaying_agent(
+            self._engine, method=method, result_type=result_type, asynchronous=asynchronous
+        )
 
     def store(
         self,
@@ -156,7 +174,7 @@ class ReplayTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        return patched_popen(replaying_popen_class(self._process_replay()))
+        return replaying_popen(self._process_replay())
 
     # -- ending -------------------------------------------------------------------------
 

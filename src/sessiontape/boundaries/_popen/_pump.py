@@ -1,0 +1,256 @@
+"""The pump: a replayed process's recorded bytes, written into the real pipes ``Popen`` made.
+
+``Popen`` creates its pipes as usual; the replay side hands the pump the child's ends.
+The pump writes the recorded stdout and stderr into them and reads what the program
+writes to stdin, checking it against the tape as it comes. Recorded output that followed
+stdin (a conversation) is released only once the program has written that stdin. The
+common case (no stdin, output that fits in the pipes) completes at once, without a
+thread; anything else runs in a thread that ends when the process does, or when
+interception ends. Every wait is bounded: a program that stops writing the stdin the
+tape is waiting for is reported after :data:`STALL_SECONDS` and given end-of-file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import threading
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from ...cassette import Payload
+from ._pipes import close_quietly, start_thread
+
+__all__ = ["STALL_SECONDS", "Pump"]
+
+#: Real seconds the pump waits for stdin that gates recorded output before it reports the
+#: program stalled and ends the process's output (so the program is not left blocked).
+STALL_SECONDS: Final = 10.0
+_BLOCK: Final = 1 << 16
+
+#: Reads one recorded payload (the item's index, its payload) as bytes; may raise.
+Decode = Callable[[int, Payload], bytes]
+
+
+class Pump:
+    """Serves one replayed process's pipes (see the module's documentation)."""
+
+    def __init__(
+        self,
+        items: Sequence[tuple[str, Payload]],
+        *,
+        stdin: int | None,
+        outputs: dict[str, int | None],
+        decode: Decode,
+        ends_by_itself: bool,
+        name: str,
+    ) -> None:
+        self._items = list(items)
+        self._stdin = stdin
+        # stream name -> fd; several streams may share an fd (stderr=STDOUT)
+        self._targets = outputs
+        self._fds = sorted({fd for fd in outputs.values() if fd is not None})
+        self._buffers: dict[int, bytearray] = {fd: bytearray() for fd in self._fds}
+        self._decode = decode
+        self._ends_by_itself = ends_by_itself
+        self._name = name
+        self._pos = 0
+        #: What the program wrote to stdin, and what the tape expects so far.
+        self.received = bytearray()
+        self.expected = bytearray()
+        #: Indexes of the stdin items, with where each starts in ``expected``.
+        self.stdin_starts: list[tuple[int, int]] = []
+        self.stdin_eof = stdin is None
+        self.diverged_at: int | None = None
+        self.extra = False
+        self.delivered = threading.Event()
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+        self.signaled: int | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        for fd in [*self._fds, *([stdin] if stdin is not None else [])]:
+            os.set_blocking(fd, False)
+        self._thread: threading.Thread | None = None
+        #: Called (with the pump) when stdin departs from the tape, runs past it, or
+        #: stalls; the replay side reports it.
+        self.on_stdin: Callable[[str], None] = lambda what: None
+        #: Called once when the process's output has ended and it has exited.
+        self.on_finish: Callable[[], None] = lambda: None
+
+    # -- control ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve what can be served at once; start a thread for the rest, if any."""
+        if self._step():
+            return
+        self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
+
+    def signal(self, sig: int) -> None:
+        """The program signalled the process: its output ends now."""
+        self.signaled = sig
+        self._wake()
+
+    def stop(self, timeout: float) -> None:
+        """Interception ends: end the output, close everything, join the thread."""
+        self._stopped = True
+        self._wake()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if not self.finished.is_set():
+            self._end()
+        if thread is None:
+            self._close_wake()
+
+    def _wake(self) -> None:
+        with self._lock:
+            if self._wake_w >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(self._wake_w, b"x")
+        if self._thread is None and not self.finished.is_set():
+            self._step()
+
+    # -- the work -----------------------------------------------------------------------
+
+    def _gated(self) -> bool:
+        """Whether the next output waits for stdin the program has not written yet."""
+        return not self.stdin_eof and len(self.received) < len(self.expected)
+
+    def _release(self) -> None:
+        items = self._items
+        while self._pos < len(items):
+            stream, payload = items[self._pos]
+            if stream == "stdin":
+                self.stdin_starts.append((self._pos, len(self.expected)))
+                self.expected += self._decode(self._pos, payload)
+                self._check_stdin()
+            else:
+                if self._gated():
+                    return
+                data = self._decode(self._pos, payload)
+                fd = self._targets.get(stream)
+                if fd is not None and data:
+                    self._buffers[fd] += data
+            self._pos += 1
+
+    def _check_stdin(self) -> None:
+        if self.diverged_at is not None:
+            return
+        received, expected = self.received, self.expected
+        common = min(len(received), len(expected))
+        if received[:common] != expected[:common]:
+            self.diverged_at = next(i for i in range(common) if received[i] != expected[i])
+            self.on_stdin("differs")
+        elif self._pos >= len(self._items) and len(received) > len(expected) and not self.extra:
+            self.extra = True
+            self.on_stdin("extra")
+
+    def _read_stdin(self) -> None:
+        fd = self._stdin
+        if fd is None or self.stdin_eof:
+            return
+        while True:
+            try:
+                data = os.read(fd, _BLOCK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.stdin_eof = True
+                if len(self.received) < len(self.expected) and self.diverged_at is None:
+                    self.on_stdin("short")
+                return
+            self.received += data
+            self._check_stdin()
+
+    def _write(self) -> None:
+        for fd, buffer in self._buffers.items():
+            while buffer:
+                try:
+                    written = os.write(fd, buffer[:_BLOCK])
+                except BlockingIOError:
+                    break
+                except OSError:  # the program closed its end: it reads nothing more
+                    buffer.clear()
+                    break
+                del buffer[:written]
+
+    def _step(self) -> bool:
+        """Serve what can be served without blocking; return whether the pump is done."""
+        if self.finished.is_set():
+            return True
+        try:
+            self._read_stdin()
+            if self.signaled is None and not self._stopped:
+                self._release()
+                self._check_stdin()
+                self._write()
+        except BaseException as exc:  # a payload the tape lacks, a strict-mode mismatch
+            self.error = exc
+            self._end()
+            return True
+        if self.signaled is not None or self._stopped:
+            self._end()
+            return True
+        done = self._pos >= len(self._items) and not any(self._buffers.values())
+        if done and not self.delivered.is_set():
+            self.delivered.set()
+        if self.extra and not self._ends_by_itself:
+            self._end()  # the program wants more than was recorded: end its wait
+            return True
+        if done and self._ends_by_itself and not self._gated():
+            self._end()
+            return True
+        return False
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._close_wake()
+
+    def _loop(self) -> None:
+        while not self._step():
+            readers = [self._wake_r]
+            if self._stdin is not None and not self.stdin_eof:
+                readers.append(self._stdin)
+            writers = [fd for fd, buffer in self._buffers.items() if buffer]
+            gated = self._pos < len(self._items) and self._gated()
+            try:
+                ready = select.select(readers, writers, [], STALL_SECONDS if gated else None)
+            except (OSError, ValueError):
+                self._end()
+                return
+            if not any(ready) and gated:
+                self.on_stdin("stalled")
+                self._end()
+                return
+            if self._wake_r in ready[0]:
+                with contextlib.suppress(OSError):
+                    os.read(self._wake_r, 64)
+
+    def _end(self) -> None:
+        """The process's output ends (end-of-file) and it stops reading stdin."""
+        if self.finished.is_set():
+            return
+        close_quietly(*self._fds, self._stdin)
+        self._buffers = {}
+        self._fds = []
+        self._stdin = None
+        self.delivered.set()
+        self.finished.set()
+        try:
+            self.on_finish()
+        finally:
+            if self._thread is None or self._thread is threading.current_thread():
+                self._close_wake()
+
+    def _close_wake(self) -> None:
+        with self._lock:
+            close_quietly(self._wake_r, self._wake_w)
+            self._wake_r = self._wake_w = -1

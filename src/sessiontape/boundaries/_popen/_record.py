@@ -1,0 +1,295 @@
+"""The record side of ``patch_subprocess()``: real processes, their pipes relayed and logged.
+
+``Popen._execute_child`` (the spawn) is replaced: for each stream that is a pipe, the child
+gets one end of a new pipe and a relay thread copies the bytes between it and the pipe
+``Popen`` made, logging each chunk before passing it on (so the log keeps cause before
+effect). However the program reads (``communicate``, which reads the file descriptors
+directly, ``readline``, iteration, asyncio's transports), every byte crosses a relay.
+The entry is written when the process has ended and its pipes are drained; one still
+running when interception ends is written then, as unfinished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+from ...cassette import Chunk, Level
+from ...recorder import Opened
+from ...scrub import error_info
+from .._process import IN_PROCESS_CALL, env_delta, record_process
+from .._protocols import RecordSide
+from ._asyncio import recording_asyncio
+from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
+from ._pipes import start_thread as _start_thread
+
+__all__ = ["recording_popen"]
+
+_BLOCK: Final = 1 << 16
+
+
+class _Tracked:
+    """One process spawned under recording, from its spawn to its entry."""
+
+    def __init__(
+        self, rec: RecordSide, opened: Opened, argv: list[str], call: dict[str, Any]
+    ) -> None:
+        self.rec = rec
+        self.opened = opened
+        self.argv = argv
+        self.call = call
+        self.log = ChunkLog()
+        self.piped: set[str] = set()
+        self.open_relays = 0
+        self.returncode: int | None = None
+        self.ended_ns: int | None = None
+        self.polls = 0
+        self.timeouts = 0
+        self.signals: list[int] = []
+        self.written = False
+        self._lock = threading.Lock()
+
+    def relay_done(self) -> None:
+        with self._lock:
+            self.open_relays -= 1
+            ready = self.open_relays == 0 and self.ended_ns is not None
+        if ready:
+            self.write()
+
+    def exited(self, code: int | None) -> None:
+        """The program learnt the exit status (``_handle_exitstatus``, asyncio's watcher)."""
+        if code is None:
+            return
+        with self._lock:
+            if self.ended_ns is not None:
+                return
+            self.returncode = code
+            self.ended_ns = time.monotonic_ns()
+            ready = self.open_relays == 0
+        if ready:
+            self.write()
+
+    def write(self, *, unfinished: bool = False) -> None:
+        """Write the entry (once)."""
+        with self._lock:
+            if self.written:
+                return
+            self.written = True
+        rec = self.rec
+        chunks = self.log.stop()
+        codec = rec.codec
+        more: dict[str, Any] = {
+            "polls": self.polls,
+            "timeouts": self.timeouts,
+            "signals": list(self.signals) or None,
+            "unfinished": unfinished,
+        }
+        streams: dict[str, bytes | None] = {
+            name: ChunkLog.joined(chunks, name) if name in self.piped else None
+            for name in ("stdin", "stdout", "stderr")
+        }
+        if self.log.conversation:
+            if rec.level is not Level.MINIMAL:
+                more["chunks"] = [Chunk(name, codec.encode(data)) for name, data in chunks]
+            streams = dict.fromkeys(streams)
+        duration = None
+        if self.ended_ns is not None:
+            duration = self.ended_ns - self.opened[2]
+        with contextlib.suppress(Exception):  # recording never breaks the program
+            record_process(
+                rec, self.opened, self.argv,
+                input=streams["stdin"], stdout=streams["stdout"], stderr=streams["stderr"],
+                returncode=None if unfinished else self.returncode,
+                timed_out=self.timeouts > 0, duration_ns=duration, **self.call, **more,
+            )  # fmt: skip
+
+
+def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
+    """Copy ``src`` to ``dst`` until EOF, logging each chunk before it is passed on."""
+    try:
+        while True:
+            try:
+                data = os.read(src, _BLOCK)
+            except OSError:
+                break
+            if not data:
+                break
+            tracked.log.add(stream, data)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(dst, view) :]
+            except OSError:
+                break  # the reader went away: the writer gets the broken pipe, as it would
+    finally:
+        close_quietly(src, dst)
+        tracked.relay_done()
+
+
+class _Recording:
+    """The replaced ``Popen`` methods of one recording, and the processes they track."""
+
+    def __init__(self, rec: RecordSide) -> None:
+        self.rec = rec
+        self.live: set[_Tracked] = set()
+        self._lock = threading.Lock()
+
+    def methods(self) -> dict[str, Any]:
+        return {
+            "_execute_child": self._execute_child(),
+            "_internal_poll": _internal_poll,
+            "_wait": _wait,
+            "_communicate": _communicate,
+            "_handle_exitstatus": _handle_exitstatus,
+            "send_signal": _send_signal,
+        }
+
+    def _execute_child(self) -> Any:
+        original = ORIGINALS["_execute_child"]
+        recording = self
+
+        def _execute_child(popen: Any, args: Any, executable: Any, *rest: Any) -> None:
+            rec = recording.rec
+            if not rec.active or IN_PROCESS_CALL.get():
+                original(popen, args, executable, *rest)
+                return
+            spawn = Spawn.of(args, executable, rest)
+            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = spawn.fds
+            opened = rec.open()
+            call = {
+                "cwd": spawn.cwd, "env": env_delta(spawn.env), "text": bool(popen.text_mode),
+                "timeout": None,
+            }  # fmt: skip
+            tracked = _Tracked(rec, opened, spawn.argv, call)
+            relays: list[tuple[int, int, str]] = []
+            child_ends: list[int] = []
+            if p2cwrite != -1:
+                r, w = os.pipe()
+                relays.append((p2cread, w, "stdin"))
+                child_ends.append(r)
+                p2cread = r
+            merged = errread == -1 and errwrite != -1 and errwrite == c2pwrite
+            if c2pread != -1:
+                r, w = os.pipe()
+                relays.append((r, c2pwrite, "stdout"))
+                child_ends.append(w)
+                c2pwrite = w
+            if errread != -1:
+                r, w = os.pipe()
+                relays.append((r, errwrite, "stderr"))
+                child_ends.append(w)
+                errwrite = w
+            elif merged and c2pread != -1:
+                errwrite = c2pwrite
+            new = (p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+            try:
+                original(popen, args, executable, *rest[:8], *new, *rest[14:])
+            except BaseException as exc:
+                ours = [w if name == "stdin" else r for r, w, name in relays]
+                if popen._closed_child_pipe_fds:
+                    # Popen closed the child's ends; ours and the ones we took are left.
+                    close_quietly(*ours, *(r if name == "stdin" else w for r, w, name in relays))
+                else:
+                    close_quietly(*ours, *child_ends)
+                if isinstance(exc, Exception):
+                    err = error_info(exc, with_traceback=False)
+                    record_process(rec, opened, tracked.argv, input=None, spawn_error=err, **call)
+                raise
+            tracked.piped = {name for _, _, name in relays}
+            tracked.open_relays = len(relays)
+            setattr(popen, TRACKER, tracked)
+            with recording._lock:
+                recording.live.add(tracked)
+            for src, dst, name in relays:
+                _start_thread(
+                    functools.partial(_relay, tracked, src, dst, name),
+                    f"sessiontape-relay-{popen.pid}-{name}",
+                )
+
+        return _execute_child
+
+    def flush(self) -> None:
+        """Interception ends: write every process not written yet (unfinished if running)."""
+        with self._lock:
+            live, self.live = self.live, set()
+        for tracked in sorted(live, key=lambda t: t.opened[0]):
+            tracked.write(unfinished=tracked.ended_ns is None)
+
+
+def _tracked(popen: Any) -> _Tracked | None:
+    found = popen.__dict__.get(TRACKER)
+    return found if isinstance(found, _Tracked) else None
+
+
+def _internal_poll(self: Any, *args: Any, **kwargs: Any) -> Any:
+    result = ORIGINALS["_internal_poll"](self, *args, **kwargs)
+    tracked = _tracked(self)
+    if tracked is not None:
+        deadstate = args[0] if args else kwargs.get("_deadstate")
+        if result is None and deadstate is None:
+            tracked.polls += 1
+        tracked.exited(self.returncode)
+    return result
+
+
+def _wait(self: Any, timeout: float | None) -> Any:
+    tracked = _tracked(self)
+    try:
+        result = ORIGINALS["_wait"](self, timeout)
+    except subprocess.TimeoutExpired:
+        if tracked is not None:
+            tracked.polls += 1
+        raise
+    if tracked is not None:
+        tracked.exited(self.returncode)
+    return result
+
+
+def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
+    tracked = _tracked(self)
+    if tracked is not None and orig_timeout is not None:
+        tracked.call["timeout"] = orig_timeout
+    try:
+        return ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
+    except subprocess.TimeoutExpired:
+        if tracked is not None:
+            tracked.timeouts += 1
+        raise
+
+
+def _handle_exitstatus(self: Any, *args: Any, **kwargs: Any) -> Any:
+    result = ORIGINALS["_handle_exitstatus"](self, *args, **kwargs)
+    tracked = _tracked(self)
+    if tracked is not None:
+        tracked.exited(self.returncode)
+    return result
+
+
+def _send_signal(self: Any, sig: int) -> None:
+    ORIGINALS["send_signal"](self, sig)
+    tracked = _tracked(self)
+    if tracked is not None and self.returncode is None:
+        tracked.signals.append(int(sig))  # it was running: the signal was sent
+
+
+@contextlib.contextmanager
+def recording_popen(rec: RecordSide) -> Iterator[None]:
+    """Record every process ``subprocess.Popen`` starts in the block (asyncio's too)."""
+    recording = _Recording(rec)
+    with install_methods(recording.methods()), recording_asyncio(_exited):
+        try:
+            yield
+        finally:
+            recording.flush()
+
+
+def _exited(popen: Any, code: int | None) -> None:
+    tracked = _tracked(popen)
+    if tracked is not None:
+        tracked.exited(code)
