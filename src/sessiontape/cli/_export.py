@@ -36,11 +36,11 @@ from ..cassette import (
     StoreMutation,
     StoreSnapshot,
     boundary_of,
-    load,
 )
 from ._common import (
     Progress,
     command_name,
+    read_recording,
     recorded_duration,
     write_atomic,
 )
@@ -276,7 +276,7 @@ def otlp_json(recording: Recording) -> Iterator[bytes]:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape export``."""
-    recording = load(args.path)
+    recording = read_recording(args.path)
     write_atomic(args.output, otlp_json(recording))
     spans = 1 + len(recording.calls)
     print(f"wrote {args.output}: {spans} spans in trace {trace_id(recording.header.run_id)}.")

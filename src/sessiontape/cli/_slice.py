@@ -38,13 +38,13 @@ from ..cassette import (
     SessionEnd,
     SessionStart,
     StoreSnapshot,
-    load,
 )
 from ._common import (
     CallTree,
     CommandError,
     non_negative_int,
     plural,
+    read_recording,
     relative_ns,
     seconds,
     write_entries,
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             "say what to cut out: --worker, --task, --from-seq/--to-seq or --since/--until."
         )
-    recording = load(args.path)
+    recording = read_recording(args.path)
     keep = select(recording, args)
     partial = any(call.seq not in keep for call in recording.calls)
     kept: list[Entry] = []
