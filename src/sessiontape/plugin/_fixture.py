@@ -85,6 +85,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Before pytest builds a failure's report: hide sessiontape's frames from it, and add
+    the replay's report to a test that failed on its own."""
     excinfo = call.excinfo
     if excinfo is None or excinfo.errisinstance(pytest.skip.Exception):
         return
