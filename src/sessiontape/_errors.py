@@ -4,11 +4,18 @@ Every error carries its data as attributes, so a caller (or the pytest plugin) c
 it without parsing the message; every message says what went wrong, where, and what to do.
 :class:`~sessiontape.ReplayMismatch` lives beside the report it carries
 (``sessiontape.report``); every other error is here, at the bottom of the layers.
+
+Each class says it lives in ``sessiontape`` (its ``__module__``), where users import it
+from: tracebacks and pytest's summary then name ``sessiontape.UnrecordedCallError``, not
+the private module, and pickle (which pytest-xdist relies on) finds the class by that name.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "PUBLIC_MODULE",
     "CassetteError",
     "RecordingWarning",
     "ReplayedError",
@@ -19,16 +26,41 @@ __all__ = [
 ]
 
 
+#: Where the public errors are imported from; their ``__module__``.
+PUBLIC_MODULE = "sessiontape"
+
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """Unpickle an error without calling its ``__init__`` (whose arguments may differ
+    from ``args``, the formatted message)."""
+    exc = cls.__new__(cls, *args)  # sets exc.args
+    exc.__dict__.update(state)
+    return exc
+
+
 class SessiontapeError(Exception):
-    """Base class of every error sessiontape raises."""
+    """Base class of every error sessiontape raises.
+
+    Errors carry their data as attributes and pickle with them, whatever their
+    ``__init__`` takes (pytest-xdist ships errors between processes).
+    """
+
+    __module__ = PUBLIC_MODULE
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 class UsageError(SessiontapeError, ValueError):
     """The API was called in a way that cannot work (wrong mode, bad option value)."""
 
+    __module__ = PUBLIC_MODULE
+
 
 class CassetteError(SessiontapeError):
     """A cassette file cannot be read: it names the file, the line and what was wrong."""
+
+    __module__ = PUBLIC_MODULE
 
     def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
         where = f"{path}:{line}" if line is not None else path
@@ -40,6 +72,8 @@ class CassetteError(SessiontapeError):
 
 class TruncatedPayloadError(SessiontapeError):
     """Replay needed a payload the cassette only holds as a digest."""
+
+    __module__ = PUBLIC_MODULE
 
     def __init__(self, *, seq: int, field: str, digest: str) -> None:
         super().__init__(
@@ -55,6 +89,8 @@ class TruncatedPayloadError(SessiontapeError):
 class UnrecordedCallError(SessiontapeError):
     """A call had no recorded answer (lenient replay goes on; the report says where)."""
 
+    __module__ = PUBLIC_MODULE
+
     def __init__(self, message: str, *, boundary: str, worker: str) -> None:
         super().__init__(message)
         self.boundary = boundary
@@ -64,6 +100,8 @@ class UnrecordedCallError(SessiontapeError):
 class ReplayedError(SessiontapeError):
     """Stands in for a recorded exception whose type cannot be imported or rebuilt."""
 
+    __module__ = PUBLIC_MODULE
+
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
@@ -72,3 +110,5 @@ class ReplayedError(SessiontapeError):
 
 class RecordingWarning(UserWarning):
     """Recording failed; the application goes on and the cassette keeps what was written."""
+
+    __module__ = PUBLIC_MODULE

@@ -8,6 +8,7 @@ fake runner, agent and store advance that clock by the time each call "takes".
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -262,3 +263,10 @@ class Editor:
 @pytest.fixture
 def edit() -> Editor:
     return Editor()
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, so progress lines are written to it."""
+
+    def isatty(self) -> bool:
+        return True

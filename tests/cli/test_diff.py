@@ -131,3 +131,17 @@ def test_diff_of_an_unreadable_tape(cli: Cli, cassette: Path, tmp_path: Path) ->
         f"sessiontape: error: {other}: the cassette is empty (or starts with a blank line); "
         "a cassette starts with a session_start entry.\n"
     )
+
+
+def test_json_of_runs_that_agree_exits_0(cli: Cli, record_session: Recorder) -> None:
+    a = record_session("a.jsonl")
+    b = record_session("b.jsonl")
+    result = cli("diff", a, b, "--json")
+    assert (result.code, result.err) == (0, "")
+    document = json.loads(result.out)
+    assert (document["differ"], document["differences"]) == (False, [])
+    assert document["a"] == {
+        "cassette": str(a),
+        "run_id": sessiontape.load(a).header.run_id,
+        "entries": 15,
+    }

@@ -17,6 +17,8 @@ import sessiontape
 import sessiontape.cli
 from sessiontape.cli._common import Progress, command_name, seq_ranges
 
+from .conftest import Terminal
+
 if TYPE_CHECKING:
     from .conftest import Cli
 
@@ -43,13 +45,17 @@ def test_unknown_command_is_a_usage_error(cli: Cli) -> None:
 def test_help_lists_every_command(cli: Cli) -> None:
     result = cli("--help")
     assert result.code == 0
-    for name in ("demo", "show", "stats", "diff", "validate", "scrub", "slice", "report", "export"):
+    for name in (
+        "demo", "list", "show", "stats", "diff", "validate", "scrub", "slice", "report", "export",
+    ):  # fmt: skip
         assert f"\n    {name} " in result.out
 
 
 def test_demo_says_when_it_is_not_in_the_build(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     # None in sys.modules makes the import fail as if the module did not exist.
     monkeypatch.setitem(sys.modules, "sessiontape.cli._demo", None)
+    # ...and the package forgets a module an earlier command imported.
+    monkeypatch.delattr(sessiontape.cli, "_demo", raising=False)
     result = cli("demo")
     assert result.code == 2
     assert result.out == ""
@@ -125,13 +131,8 @@ def test_seq_ranges() -> None:
     assert seq_ranges([]) == ""
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
 def test_progress_shows_on_a_terminal_for_big_work_only() -> None:
-    terminal = _Terminal()
+    terminal = Terminal()
     assert list(Progress("scrub", 400, stream=terminal, threshold=100).iter(range(400))) == list(
         range(400)
     )
@@ -139,7 +140,7 @@ def test_progress_shows_on_a_terminal_for_big_work_only() -> None:
     assert text.startswith("\rscrub: 0/400 entries (0%)\rscrub: 4/400 entries (1%)")
     assert "\rscrub: 396/400 entries (99%)" in text
     assert text.endswith("\r\x1b[K")  # the line is erased at the end
-    quiet = _Terminal()
+    quiet = Terminal()
     list(Progress("scrub", 100, stream=quiet, threshold=100).iter(range(100)))
     piped = io.StringIO()
     list(Progress("scrub", 400, stream=piped, threshold=100).iter(range(400)))

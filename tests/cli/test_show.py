@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 import sessiontape
+from sessiontape.cli import _common
+
+from .conftest import Terminal
 
 if TYPE_CHECKING:
     from .conftest import Cli, Recorder
@@ -148,3 +154,73 @@ def test_show_rejects_a_bad_option_value(cli: Cli, cassette: Path) -> None:
     result = cli("show", cassette, "--limit", "0")
     assert result.code == 2
     assert "argument --limit: give 1 or more" in result.err
+
+
+def test_show_json_gives_the_five_ws_of_each_entry(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--worker", "worker-1", "--limit", "2", "--json")
+    assert (result.code, result.err) == (0, "")
+    document = json.loads(result.out)
+    header = sessiontape.load(cassette).header
+    assert document == {
+        "cassette": str(cassette),
+        "run_id": header.run_id,
+        "crashed": False,
+        "torn": False,
+        "missing_seqs": [],
+        "matched": 6,
+        "shown": 2,
+        "notes": [],
+        "entries": [
+            {
+                "seq": 2,
+                "kind": "store_mutation",
+                "boundary": "store",
+                "worker": "worker-1",
+                "thread": "MainThread",
+                "parent": None,
+                "depth": 0,
+                "start_ns": 0,
+                "duration_ns": 1_000_000,
+                "what": "store.claim('t1', 'worker-1') -> {'id': 't1', 'state': 'worker-1'}",
+            },
+            {
+                "seq": 3,
+                "kind": "process",
+                "boundary": "process",
+                "worker": "worker-1",
+                "thread": "MainThread",
+                "parent": None,
+                "depth": 0,
+                "start_ns": 1_000_000,
+                "duration_ns": 2_000_000,
+                "what": "process: git -C /srv/repo checkout -b task/t1 -> exit 0 (2.0ms)",
+            },
+        ],
+    }
+
+
+def test_show_json_nests_a_call_under_its_parent(cli: Cli, cassette: Path) -> None:
+    result = cli("show", cassette, "--from-seq", "5", "--to-seq", "5", "--json")
+    [entry] = json.loads(result.out)["entries"]
+    assert (entry["seq"], entry["parent"], entry["depth"]) == (5, 4, 1)
+
+
+def test_show_json_of_a_crashed_tape(cli: Cli, record_session: Recorder) -> None:
+    path = record_session(crash_after=1)
+    document = json.loads(cli("show", path, "--json", "--kind", "error").out)
+    assert (document["crashed"], document["matched"]) == (True, 1)
+    assert document["notes"] == [
+        "no session_end: the session crashed, or the tape was cut by 'sessiontape slice'."
+    ]
+
+
+def test_show_progress_on_a_terminal_leaves_stdout_alone(
+    cli: Cli, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_common, "PROGRESS_THRESHOLD", 10)
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    result = cli("show", cassette)
+    assert result.lines == [_start_line(cassette), *TIMELINE]
+    assert terminal.getvalue().startswith("\rshow: 0/15 entries (0%)\rshow: 1/15 entries (6%)")
+    assert terminal.getvalue().endswith("\r\x1b[K")

@@ -83,3 +83,11 @@ def test_stats_of_a_crashed_tape(cli: Cli, record_session: Recorder) -> None:
 def test_busy_time_counts_overlaps_once() -> None:
     assert busy_ns([(0, 10), (5, 15), (20, 25), (21, 22)]) == 20
     assert busy_ns([]) == 0
+
+
+def test_stats_json_keeps_its_shape(cli: Cli, cassette: Path) -> None:
+    stats = json.loads(cli("stats", cassette, "--json").out)
+    assert list(stats) == [
+        "cassette", "run_id", "entrypoint", "level", "crashed", "duration_ns", "entries",
+        "kinds", "workers", "boundaries", "commands", "agents",
+    ]  # fmt: skip

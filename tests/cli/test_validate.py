@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -183,3 +184,61 @@ def test_sidecar_payloads_are_valid_and_a_missing_one_is_an_error(
     assert str(blobs[0]) in missing[0]
     assert ": seq " in missing[0]
     assert result.lines[-1].startswith(f"{full}: invalid (")
+
+
+def test_json_gives_one_verdict_per_cassette(
+    cli: Cli, cassette: Path, record_session: Recorder, edit: Editor, tmp_path: Path
+) -> None:
+    broken = record_session("broken.jsonl")
+    edit.drop(broken, 6)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "process", "seq": 0}\n')
+    result = cli("validate", cassette, broken, bad, "--json")
+    assert result.code == 2  # an unreadable file outranks an invalid one
+    assert result.err == (
+        f"sessiontape: error: {bad}:1: the first line has kind 'process'; a sessiontape "
+        "cassette starts with a session_start entry.\n"
+    )
+    assert json.loads(result.out) == [
+        {
+            "cassette": str(cassette),
+            "readable": True,
+            "valid": True,
+            "entries": 15,
+            "errors": 0,
+            "warnings": 0,
+            "findings": [],
+        },
+        {
+            "cassette": str(broken),
+            "readable": True,
+            "valid": False,
+            "entries": 14,
+            "errors": 1,
+            "warnings": 0,
+            "findings": [
+                {
+                    "severity": "error",
+                    "message": "seq 6 is missing from a session that ended: lines were lost or "
+                    "deleted. Re-record the session, or restore the file.",
+                    "seq": None,
+                }
+            ],
+        },
+        {
+            "cassette": str(bad),
+            "readable": False,
+            "valid": False,
+            "error": f"{bad}:1: the first line has kind 'process'; a sessiontape cassette "
+            "starts with a session_start entry.",
+        },
+    ]
+
+
+def test_json_exit_codes(cli: Cli, cassette: Path, record_session: Recorder, edit: Editor) -> None:
+    assert cli("validate", cassette, "--json").code == 0
+    broken = record_session("broken.jsonl")
+    edit.drop(broken, 6)
+    result = cli("validate", cassette, broken, "--json")
+    assert result.code == 1
+    assert [r["valid"] for r in json.loads(result.out)] == [True, False]

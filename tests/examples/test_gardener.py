@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from sessiontape import (
+    AgentTurn,
     MismatchKind,
+    ProcessCall,
     ProcessResult,
     ProcessStream,
     SubprocessRunner,
@@ -26,6 +28,9 @@ from sessiontape import (
 )
 from sessiontape.examples.gardener import (
     GIT_CONFIG,
+    MODEL,
+    MODEL_ARGV,
+    PROVIDER,
     SCENARIOS,
     BacklogError,
     BacklogStore,
@@ -347,6 +352,46 @@ def test_scripted_agent_answers_depend_on_the_request_only() -> None:
     assert [answers[i] for i in range(len(requests))] == expected
 
 
+def test_scripted_agent_answers_through_a_model_process() -> None:
+    """Given a runner, the answer is what the model process printed: the request and the
+    scripted answer went in on stdin and came back on stdout."""
+    runner = SubprocessRunner()
+    calls: list[tuple[list[str], Any]] = []
+
+    class Spy:
+        def run(self, argv: Sequence[str], **kwargs: Any) -> ProcessResult:
+            calls.append((list(argv), kwargs))
+            return runner.run(argv, **kwargs)
+
+    script = {"t": TaskScript({"f.txt": "done\n"}, review_rounds=1)}
+    request = {"step": "edit", "task": "t", "attempt": 1, "claim": 1}
+    direct = ScriptedAgent(script).execute(request)
+    through = ScriptedAgent(script, Spy()).execute(dict(request))  # type: ignore[arg-type]
+    assert through == direct
+    assert (through.model, through.provider) == (MODEL, PROVIDER)
+    [(argv, kwargs)] = calls
+    assert argv == list(MODEL_ARGV)
+    assert kwargs["text"] is True
+    assert json.loads(kwargs["input"]) == {
+        "request": request,
+        "answer": dataclasses.asdict(direct),
+    }
+
+
+def test_a_failing_model_process_says_what_failed() -> None:
+    class Broken:
+        def run(self, argv: Sequence[str], **kwargs: Any) -> ProcessResult:
+            return ProcessResult(argv, 127, "", "sh: cat: not found\n")
+
+    agent = ScriptedAgent({}, Broken())  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError) as caught:
+        agent.execute({"step": "edit", "task": "t"})
+    assert str(caught.value) == (
+        "the model process ['sh', '-c', 'cat'] failed with exit code 127: sh: cat: not found; "
+        "check that 'sh' and 'cat' are on PATH"
+    )
+
+
 def test_merge_versions_is_symmetric() -> None:
     base = "[g]\ncolor = red\nsize = small\n"
     green = "[g]\ncolor = green\nsize = small\n"
@@ -602,11 +647,21 @@ def test_a_recorded_scenario_replays_clean_without_git(
     def no_processes(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"replay started a process: {args!r}")
 
+    # Each agent turn ran its model process through the tape: recorded inside the turn.
+    turns = {c.seq: c for c in recording.calls if isinstance(c, AgentTurn)}
+    models = [c for c in recording.calls if isinstance(c, ProcessCall) and c.parent is not None]
+    assert len(models) == len(turns) > 0
+    for model in models:
+        assert model.argv == list(MODEL_ARGV)
+        assert model.parent in turns
+        assert model.worker == turns[model.parent].worker
+
     monkeypatch.setattr(subprocess, "Popen", no_processes)
     report = replay_scenario(cassette, tmp_path / "replayed")
     assert report.mismatches == []
     assert report.ok
-    assert report.consumed == report.loaded > 0
+    # The model processes are not expected on replay: their turns are answered whole.
+    assert report.consumed == report.loaded == len(recording.calls) - len(models)
     # The store ran for real from the recorded snapshot and ended where the recording did.
     with (
         BacklogStore(tmp_path / "recorded" / "backlog.db") as recorded,

@@ -48,7 +48,7 @@ def test_failure_shows_the_report_without_traceback(
     result.stdout.fnmatch_lines(
         [
             f"*_ cassette: a run {header.run_id} _*",
-            "replay of */corpus/a.jsonl diverged at seq 2 (w1, process): unconsumed",
+            "replay of corpus/a.jsonl diverged at seq 2 (w1, process): unconsumed",
             "calls: 2 loaded, 1 consumed, 1 unconsumed, 0 extra; 2 mismatches; lenient*",
             "workers: w1",
             "context before the divergence:",
@@ -57,7 +57,7 @@ def test_failure_shows_the_report_without_traceback(
             "mismatch 1 of 2: unconsumed at seq 2 (w1, process)",
             "*",
             "mismatch 2 of 2: outcome_mismatch at seq 3 (main, session)",
-            "FAILED corpus/a.jsonl::a - replay of *",
+            "FAILED corpus/a.jsonl::a - Failed: replay of corpus/a.jsonl diverged at seq 2*",
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")

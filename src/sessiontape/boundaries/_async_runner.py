@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from .._context import parent_var
 from ._process import IN_PROCESS_CALL, ProcessReplay, env_delta, record_outcome
 from ._protocols import RecordSide
-from ._runner import ProcessResult
+from ._runner import ProcessResult, check_argv
 
 __all__ = [
     "AsyncProcessRunner",
@@ -64,6 +64,7 @@ class AsyncSubprocessRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Run ``argv`` to completion, capturing stdout and stderr."""
+        check_argv(argv, "runner.run")
         started = time.perf_counter_ns()
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -105,6 +106,7 @@ class AsyncRecordingRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Await ``argv`` through the inner runner and record the call."""
+        check_argv(argv, "runner.run")
         rec = self._rec
         kwargs: dict[str, Any] = {
             "cwd": cwd, "env": env, "input": input, "timeout": timeout, "text": text,
@@ -144,6 +146,7 @@ class AsyncReplayRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
+        check_argv(argv, "runner.run")
         server = self._server
         entry = server.serve(argv, cwd=cwd, env=env, input=input)
         return server.answer(entry, argv, text)

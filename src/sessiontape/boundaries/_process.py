@@ -23,7 +23,7 @@ from ..recorder import Opened, common_fields
 from ..replayer import rebuild_error
 from ..scrub import error_info
 from ._protocols import RecordSide, ReplaySide
-from ._runner import ProcessResult, ProcessRunner, ProcessStream
+from ._runner import ProcessResult, ProcessRunner, ProcessStream, check_argv
 
 __all__ = [
     "IN_PROCESS_CALL",
@@ -176,6 +176,7 @@ class RecordingRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Run ``argv`` through the inner runner and record the call."""
+        check_argv(argv, "runner.run")
         rec = self._rec
         if not rec.active:
             return self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
@@ -207,6 +208,7 @@ class RecordingRunner:
         text: bool = True,
     ) -> ProcessStream:
         """Start ``argv`` through the inner runner; the call is recorded when it closes."""
+        check_argv(argv, "runner.stream")
         rec = self._rec
         if not rec.active:
             return self.inner.stream(
@@ -440,6 +442,7 @@ class _ReplayRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
+        check_argv(argv, "runner.run")
         server = self._server
         entry = server.serve(argv, cwd=cwd, env=env, input=input)
         return server.answer(entry, argv, text)
@@ -455,6 +458,7 @@ class _ReplayRunner:
         text: bool = True,
     ) -> ProcessStream:
         """Answer ``argv`` with a stream of its recorded stdout lines."""
+        check_argv(argv, "runner.stream")
         server = self._server
         entry = server.serve(argv, cwd=cwd, env=env, input=input)
         if entry.spawn_error is not None:

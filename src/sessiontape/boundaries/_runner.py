@@ -9,12 +9,25 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Protocol, runtime_checkable
 
+from .._errors import UsageError
+
 __all__ = [
     "ProcessResult",
     "ProcessRunner",
     "ProcessStream",
     "SubprocessRunner",
+    "check_argv",
 ]
+
+
+def check_argv(argv: object, call: str) -> None:
+    """Refuse a command given as one string: it would run as a list of its characters."""
+    if isinstance(argv, (str, bytes)):
+        raise UsageError(
+            f"{call}({argv!r}) got one string, not a list of arguments; pass a list such as "
+            f"['git', 'status'] (shlex.split({argv!r}) makes one), or ['sh', '-c', {argv!r}] "
+            "to run it through a shell."
+        )
 
 
 class ProcessResult:
@@ -231,6 +244,7 @@ class SubprocessRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Run ``argv`` to completion, capturing stdout and stderr."""
+        check_argv(argv, "runner.run")
         started = time.perf_counter_ns()
         done = subprocess.run(
             list(argv),
@@ -261,4 +275,5 @@ class SubprocessRunner:
         text: bool = True,
     ) -> ProcessStream:
         """Start ``argv``; iterate the returned stream for its stdout lines."""
+        check_argv(argv, "runner.stream")
         return _PopenStream(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)

@@ -1,14 +1,16 @@
-"""What the subcommands share: errors, entry geometry, call trees, output files, progress."""
+"""What the subcommands share: reading cassettes, errors, exit codes, JSON output, entry
+geometry, call trees, output files, progress."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import shlex
 import sys
 import tempfile
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
 
@@ -24,10 +26,12 @@ from ..cassette import (
     Recording,
     StoreMutation,
     encode_entry,
+    load,
 )
 from ..report import describe
 
 __all__ = [
+    "EXIT_CODES",
     "KINDS",
     "KIND_OF_TYPE",
     "PROGRESS_THRESHOLD",
@@ -44,6 +48,8 @@ __all__ = [
     "non_negative_int",
     "plural",
     "positive_int",
+    "print_json",
+    "read_recording",
     "recorded_duration",
     "relative_ns",
     "seconds",
@@ -64,7 +70,17 @@ KIND_OF_TYPE: Final[dict[type, str]] = {
 KINDS: Final[tuple[str, ...]] = tuple(KIND_OF_TYPE.values())
 
 #: Tapes with more entries than this show a progress line on a terminal's stderr.
-PROGRESS_THRESHOLD: Final = 50_000
+PROGRESS_THRESHOLD = 50_000
+
+#: The exit codes every command uses, for ``--help`` (and the README says the same).
+EXIT_CODES: Final = (
+    "exit codes: 0 all is well; 1 a finding (validate found an error, diff found a "
+    "divergence); 2 a usage error, or an input that cannot be read or written. Errors are "
+    "one line on stderr: 'sessiontape: error: <path>: what went wrong, what to do'."
+)
+
+#: How much of a file is looked at to tell a binary file from a cassette.
+_SNIFF_BYTES: Final = 8192
 
 _CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
 
@@ -74,6 +90,43 @@ class CommandError(SessiontapeError):
 
     ``main`` prints the message as ``sessiontape: error: <message>`` and exits with 2.
     """
+
+
+def read_recording(path: str) -> Recording:
+    """Load the cassette at ``path``, or raise a one-line :class:`CommandError` that says
+    what is wrong with the path and what to do (a :class:`CassetteError` for a bad line)."""
+    target = Path(path)
+    if target.is_dir():
+        raise CommandError(
+            f"{path}: is a directory, not a cassette; name a cassette file in it "
+            f"('sessiontape list {shlex.quote(path)}' shows them)."
+        )
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except FileNotFoundError:
+        return load(path)  # the loader says it: no such cassette, and how to record one
+    except PermissionError:
+        raise CommandError(
+            f"{path}: permission denied; make the file readable (chmod u+r "
+            f"{shlex.quote(path)}), or run as a user who can read it."
+        ) from None
+    except OSError as exc:
+        raise CommandError(
+            f"{path}: cannot read it ({exc.strerror or exc}); check the path and the disk."
+        ) from None
+    if b"\0" in head:
+        raise CommandError(
+            f"{path}: a binary file, not a sessiontape cassette (a text file of JSON lines "
+            "whose first line is a session_start entry); check the path."
+        )
+    return load(path)
+
+
+def print_json(data: Any, *, default: Callable[[Any], Any] | None = None) -> None:
+    """Print ``data`` as indented JSON on stdout (``default`` converts what JSON lacks)."""
+    encoded = msgspec.json.encode(data, enc_hook=default)
+    sys.stdout.write(msgspec.json.format(encoded, indent=2).decode("utf-8") + "\n")
 
 
 def kind_of(entry: Entry) -> str:
@@ -271,13 +324,14 @@ def write_entries(path: str, entries: Iterable[Entry]) -> None:
 
 
 class Progress:
-    """A one-line progress counter on stderr, for long work on big tapes.
+    """A one-line progress counter on stderr, for long work on big inputs.
 
-    Only shown when there are more than ``threshold`` items and the stream is a terminal,
-    so logs and pipes stay clean. The line is erased when the work is done.
+    Only shown when there are more than ``threshold`` items (default
+    :data:`PROGRESS_THRESHOLD` entries) and the stream is a terminal, so logs, pipes and
+    ``--json`` output stay clean. The line is erased when the work is done.
     """
 
-    __slots__ = ("_active", "_label", "_stream", "_total")
+    __slots__ = ("_active", "_label", "_stream", "_total", "_unit")
 
     def __init__(
         self,
@@ -285,11 +339,15 @@ class Progress:
         total: int,
         *,
         stream: TextIO | None = None,
-        threshold: int = PROGRESS_THRESHOLD,
+        threshold: int | None = None,
+        unit: str = "entries",
     ) -> None:
         self._stream = stream if stream is not None else sys.stderr
         self._label = label
         self._total = total
+        self._unit = unit
+        if threshold is None:
+            threshold = PROGRESS_THRESHOLD
         isatty = getattr(self._stream, "isatty", None)
         self._active = total > threshold and callable(isatty) and bool(isatty())
 
@@ -310,7 +368,7 @@ class Progress:
 
     def _show(self, done: int) -> None:
         percent = 100 * done // self._total
-        self._stream.write(f"\r{self._label}: {done:,}/{self._total:,} entries ({percent}%)")
+        self._stream.write(f"\r{self._label}: {done:,}/{self._total:,} {self._unit} ({percent}%)")
         self._stream.flush()
 
 

@@ -110,6 +110,10 @@ def run_demo(args: argparse.Namespace) -> int:
               f"{len(recording.entries)} entries: "
               + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
               + f"; workers {', '.join(recording.worker_ids())})")  # fmt: skip
+        nested = sum(1 for entry in recording.calls if entry.parent is not None)
+        if nested:
+            print(f"   {nested} call(s) ran inside another one (each agent turn's model process):"
+                  " linked by parent, and not expected on replay")  # fmt: skip
 
         print("\n2. Replaying it against today's code (fake runner, replay agent, fake clock)")
         started = time.perf_counter()

@@ -27,7 +27,6 @@ from ..cassette import (
     Recording,
     StoreMutation,
     boundary_of,
-    load,
 )
 from ..report import (
     MISSING,
@@ -37,6 +36,7 @@ from ..report import (
     diff_values_counted,
     summarize_value,
 )
+from ._common import read_recording
 
 __all__ = ["SUMMARY", "Difference", "add_arguments", "compare", "run"]
 
@@ -259,7 +259,7 @@ def _json_default(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape diff``."""
-    a, b = load(args.a), load(args.b)
+    a, b = read_recording(args.a), read_recording(args.b)
     found = compare(a, b)
     if args.json:
         document = {

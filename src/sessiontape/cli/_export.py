@@ -1,17 +1,23 @@
 """Export a cassette as OpenTelemetry traces (OTLP/JSON), for Jaeger, Tempo, Honeycomb...
 
 The session is one trace: its id is the run id (or, if that is not 32 hex digits, derived
-from it), and a root span covers the whole session. Every boundary call is a span whose id
-is its seq in 16 hex digits and whose parent is the call it was made in (the root span for
-top-level calls). Span times are the recorded wall-clock times.
+from it), and one root span covers the whole session. Every boundary call is a span whose
+id is its seq in 16 hex digits and whose parent is the call it was made in (the root span
+for top-level calls): the model process an agent turn ran is a child of that turn's span.
+Span times are the recorded wall-clock times.
 
-Attributes: ``sessiontape.worker``, ``sessiontape.seq``, ``sessiontape.boundary``,
-``thread.name`` on every span; ``process.command_args`` and ``process.exit.code`` on process
-calls; ``gen_ai.operation.name`` (``invoke_agent``), ``gen_ai.system`` (the agent's name),
-``gen_ai.usage.input_tokens`` and ``gen_ai.usage.output_tokens`` on agent turns. A call that
-raised, timed out or could not start has an error status and an ``exception`` event; the
-session's crash is an error status and an ``exception`` event on the root span, and store
-snapshots are events on it too.
+Attributes follow the OpenTelemetry semantic conventions. Every span has
+``sessiontape.worker``, ``sessiontape.seq``, ``sessiontape.boundary`` and ``thread.name``.
+A process call has ``process.executable.name``, ``process.command_line``,
+``process.command_args`` and ``process.exit.code``. An agent turn is an ``invoke_agent``
+span (GenAI conventions: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
+``gen_ai.agent.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
+``gen_ai.usage.output_tokens`` and the cache token counts). The model and the provider are
+read from the turn's result, or its request, under ``model`` and ``provider``; a turn that
+names no provider gets the one given with --gen-ai-provider (default _OTHER). A call that
+raised, timed out or could not start has an error status, ``error.type`` and an
+``exception`` event; the session's crash is an error status and an ``exception`` event on
+the root span, and store snapshots are events on it too.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import argparse
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+import shlex
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import msgspec
@@ -36,16 +43,24 @@ from ..cassette import (
     StoreMutation,
     StoreSnapshot,
     boundary_of,
-    load,
 )
 from ._common import (
     Progress,
     command_name,
+    read_recording,
     recorded_duration,
     write_atomic,
 )
 
-__all__ = ["SUMMARY", "add_arguments", "otlp_json", "run", "span_id", "trace_id"]
+__all__ = [
+    "SUMMARY",
+    "UNKNOWN_PROVIDER",
+    "add_arguments",
+    "otlp_json",
+    "run",
+    "span_id",
+    "trace_id",
+]
 
 SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces"
 
@@ -53,6 +68,9 @@ SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces"
 _KIND_INTERNAL: Final = 1
 _KIND_CLIENT: Final = 3
 _STATUS_ERROR: Final = 2
+
+#: ``gen_ai.provider.name`` of agent turns that name no provider (and no --gen-ai-provider).
+UNKNOWN_PROVIDER: Final = "_OTHER"
 
 _HEX32: Final = re.compile(r"[0-9a-fA-F]{32}")
 # Recorded data put into a string attribute (the outcome) is cut at this length.
@@ -67,6 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format", choices=["otlp"], default="otlp", help="the output format (default: otlp)"
+    )
+    parser.add_argument(
+        "--gen-ai-provider",
+        default=UNKNOWN_PROVIDER,
+        metavar="NAME",
+        help="gen_ai.provider.name of agent turns whose result names no provider, such as "
+        f"anthropic or openai (default: {UNKNOWN_PROVIDER})",
     )
 
 
@@ -115,7 +140,44 @@ def _exception(info: ErrorInfo, when: int) -> dict[str, Any]:
     return {"timeUnixNano": str(when), "name": "exception", "attributes": _attributes(attributes)}
 
 
-def _call_span(call: CallEntry, parent_id: str, trace: str) -> dict[str, Any]:
+def _named(call: AgentTurn, key: str) -> str | None:
+    """The string an agent turn's result (or else its request) holds under ``key``."""
+    request = call.args[0] if call.args else None
+    for source in (call.result, request, call.kwargs):
+        if isinstance(source, Mapping):
+            value = source.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _process_attributes(call: ProcessCall) -> dict[str, Any]:
+    argv = list(call.argv)
+    return {
+        "process.executable.name": argv[0].replace("\\", "/").rsplit("/", 1)[-1] if argv else None,
+        "process.command_line": shlex.join(argv),
+        "process.command_args": argv,
+        "process.exit.code": call.returncode,
+    }
+
+
+def _agent_attributes(call: AgentTurn, provider: str) -> dict[str, Any]:
+    usage = call.usage
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": _named(call, "provider") or provider,
+        "gen_ai.agent.name": call.agent,
+        "gen_ai.request.model": _named(call, "model"),
+        "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+        "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens if usage else None,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens if usage else None,
+        "sessiontape.method": call.method,
+        "sessiontape.cost_usd": usage.cost_usd if usage else None,
+    }
+
+
+def _call_span(call: CallEntry, parent_id: str, trace: str, provider: str) -> dict[str, Any]:
     boundary = boundary_of(call)
     attributes: dict[str, Any] = {
         "sessiontape.worker": call.worker,
@@ -125,27 +187,22 @@ def _call_span(call: CallEntry, parent_id: str, trace: str) -> dict[str, Any]:
     }
     error: ErrorInfo | None
     status_message: str | None = None
+    error_type: str | None = None
     kind = _KIND_CLIENT
     if isinstance(call, ProcessCall):
         name = command_name(call.argv)
-        attributes["process.command_args"] = list(call.argv)
-        attributes["process.exit.code"] = call.returncode
+        attributes |= _process_attributes(call)
         error = call.spawn_error
         if call.timed_out:
             status_message = f"timed out after {call.timeout}s"
+            error_type = "timeout"
     elif isinstance(call, AgentTurn):
+        # An adapter the application runs in its own process: the GenAI conventions'
+        # "invoke agent internal" span.
         name = f"invoke_agent {call.agent}"
-        usage = call.usage
-        attributes |= {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.system": call.agent,
-            "gen_ai.agent.name": call.agent,
-            "sessiontape.method": call.method,
-            "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
-            "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
-            "sessiontape.cost_usd": usage.cost_usd if usage else None,
-        }
+        attributes |= _agent_attributes(call, provider)
         error = call.error
+        kind = _KIND_INTERNAL
     elif isinstance(call, StoreMutation):
         name = f"{call.store}.{call.operation}"
         attributes |= {"sessiontape.store": call.store, "sessiontape.method": call.operation}
@@ -158,6 +215,10 @@ def _call_span(call: CallEntry, parent_id: str, trace: str) -> dict[str, Any]:
         error = call.error
         kind = _KIND_INTERNAL if call.mode == "verify" else _KIND_CLIENT
     end = call.ts_ns + call.duration_ns
+    if error is not None:
+        status_message = f"{error.type}: {error.message}"
+        error_type = error.type
+    attributes["error.type"] = error_type
     span: dict[str, Any] = {
         "traceId": trace,
         "spanId": span_id(call.seq),
@@ -169,7 +230,6 @@ def _call_span(call: CallEntry, parent_id: str, trace: str) -> dict[str, Any]:
         "attributes": _attributes(attributes),
     }
     if error is not None:
-        status_message = f"{error.type}: {error.message}"
         span["events"] = [_exception(error, end)]
     if status_message is not None:
         span["status"] = {"code": _STATUS_ERROR, "message": status_message}
@@ -206,6 +266,7 @@ def _root_span(recording: Recording, trace: str) -> dict[str, Any]:
                 "sessiontape.seq": header.seq,
                 "sessiontape.level": header.level,
                 "sessiontape.outcome": outcome,
+                "sessiontape.worker": header.worker,
                 "thread.name": header.thread,
             }
         ),
@@ -229,7 +290,7 @@ def _root_span(recording: Recording, trace: str) -> dict[str, Any]:
     return span
 
 
-def _spans(recording: Recording) -> Iterator[dict[str, Any]]:
+def _spans(recording: Recording, provider: str) -> Iterator[dict[str, Any]]:
     """The root span, then one span per boundary call in seq order."""
     header = recording.header
     trace = trace_id(header.run_id)
@@ -239,7 +300,7 @@ def _spans(recording: Recording) -> Iterator[dict[str, Any]]:
     for call in Progress("export", len(recording.calls)).iter(recording.calls):
         parent = call.parent
         parent_id = span_id(parent) if parent is not None and parent in calls else root_id
-        yield _call_span(call, parent_id, trace)
+        yield _call_span(call, parent_id, trace, provider)
 
 
 def _resource(recording: Recording) -> dict[str, Any]:
@@ -257,11 +318,12 @@ def _resource(recording: Recording) -> dict[str, Any]:
     return {"attributes": _attributes(attributes)}
 
 
-def otlp_json(recording: Recording) -> Iterator[bytes]:
+def otlp_json(recording: Recording, *, provider: str = UNKNOWN_PROVIDER) -> Iterator[bytes]:
     """The recording as an OTLP/JSON ``ExportTraceServiceRequest``, in chunks.
 
     One resource, one scope, every span. Spans are encoded one at a time, so a tape of
-    hundreds of thousands of calls never exists as one document in memory.
+    hundreds of thousands of calls never exists as one document in memory. ``provider``
+    is the ``gen_ai.provider.name`` of agent turns that name none.
     """
     encode = msgspec.json.encode
     scope = {"name": "sessiontape", "version": __version__}
@@ -269,15 +331,15 @@ def otlp_json(recording: Recording) -> Iterator[bytes]:
         encode(_resource(recording)),
         encode(scope),
     )
-    for index, span in enumerate(_spans(recording)):
+    for index, span in enumerate(_spans(recording, provider)):
         yield encode(span) if index == 0 else b"," + encode(span)
     yield b"]}]}]}"
 
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape export``."""
-    recording = load(args.path)
-    write_atomic(args.output, otlp_json(recording))
+    recording = read_recording(args.path)
+    write_atomic(args.output, otlp_json(recording, provider=args.gen_ai_provider))
     spans = 1 + len(recording.calls)
     print(f"wrote {args.output}: {spans} spans in trace {trace_id(recording.header.run_id)}.")
     return 0

@@ -1,7 +1,9 @@
 """The ``sessiontape`` command: argument parsing, dispatch to a subcommand, exit codes.
 
 Exit codes: 0 all is well; 1 a finding (``validate`` found an error, ``diff`` found a
-divergence); 2 a usage error or input that cannot be read or written.
+divergence); 2 a usage error or input that cannot be read or written. Every error is one
+line on stderr, ``sessiontape: error: <path>: what went wrong, what to do``, never a
+traceback (``SESSIONTAPE_DEBUG=1`` shows the traceback of an unexpected one).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from typing import Final, Protocol
 
 from .._errors import SessiontapeError
 from .._version import __version__
-from . import _diff, _export, _report_html, _scrub, _show, _slice, _stats, _validate
+from . import _diff, _export, _list, _report_html, _scrub, _show, _slice, _stats, _validate
+from ._common import EXIT_CODES
 
 __all__ = ["build_parser", "main"]
 
 PROG: Final = "sessiontape"
+#: Set to show the traceback of an unexpected error (a bug) instead of its one line.
+DEBUG_VAR: Final = "SESSIONTAPE_DEBUG"
+_EPILOG: Final = textwrap.fill(EXIT_CODES, width=88)
 
 
 class _Command(Protocol):
@@ -37,6 +43,7 @@ class _Command(Protocol):
 
 
 _COMMANDS: Final[dict[str, _Command]] = {
+    "list": _list,
     "show": _show,
     "stats": _stats,
     "diff": _diff,
@@ -60,7 +67,9 @@ def _add_demo(
 
     The demo pulls in the example orchestrator; the other subcommands should not pay for it.
     """
-    parser = subparsers.add_parser("demo", help=_DEMO_SUMMARY, description=_DEMO_SUMMARY)
+    parser = subparsers.add_parser(
+        "demo", help=_DEMO_SUMMARY, description=_DEMO_SUMMARY, epilog=_EPILOG
+    )
     run: Callable[[argparse.Namespace], int] = _demo_missing
     if wanted:
         try:
@@ -85,10 +94,10 @@ def build_parser(*, demo: bool = False) -> argparse.ArgumentParser:
     """The argument parser; ``demo`` imports the demo's own arguments."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Look into sessiontape cassettes: timelines, statistics, differences, "
-        "validation, scrubbing, slicing, HTML reports and OpenTelemetry export.",
-        epilog="Exit codes: 0 ok, 1 a finding (validate failed, diff found a divergence), "
-        "2 a usage error or unreadable input.",
+        description="Look into sessiontape cassettes: listings, timelines, statistics, "
+        "differences, validation, scrubbing, slicing, HTML reports and OpenTelemetry export. "
+        "list, show, stats, validate and diff take --json for scripts.",
+        epilog=_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
@@ -98,6 +107,7 @@ def build_parser(*, demo: bool = False) -> argparse.ArgumentParser:
             name,
             help=module.SUMMARY,
             description=_plain(inspect.getdoc(module) or module.SUMMARY),
+            epilog=_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(sub)
@@ -140,17 +150,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except SessiontapeError as exc:
         # CassetteError and CommandError messages already say where and what to do.
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            return _stdout_closed()
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        problem = exc.strerror or str(exc)
+        return _error(f"{where}{problem}; check the path, its permissions and the disk.")
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted.", file=sys.stderr)
         return 130  # what a shell reports for a process ended by SIGINT
-    except BrokenPipeError:
-        # The reader stopped reading (`sessiontape show x | head`): not an error of ours.
-        # Point stdout at devnull so that flushing it at exit raises nothing more.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    except Exception as exc:
+        if os.environ.get(DEBUG_VAR):
+            raise
+        return _error(
+            f"unexpected {type(exc).__name__}: {exc}. This is a bug in sessiontape; please "
+            f"report it with the command you ran (set {DEBUG_VAR}=1 to see the traceback)."
+        )
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _error(message: str) -> int:
+    """Print ``message`` as the command's one error line; return the usage exit code."""
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def _stdout_closed() -> int:
+    """The reader stopped reading (``sessiontape show x | head``): not an error of ours.
+
+    Point stdout at devnull so that flushing it at exit raises nothing more.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0

@@ -4,21 +4,29 @@ Each line gives the time since the session started, the seq, the worker, the thr
 what happened. A call made inside another one (the process an agent turn spawned) is
 indented under it and names its parent's seq: ``↳12``. A tape that crashed says so at
 the end.
+
+--json prints the same as one JSON object: the cassette, how it ended, and the selected
+entries with their seq, kind, boundary, worker, thread, parent, nesting depth, start and
+duration (ns since the session started) and what happened.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from typing import Any, Final
 
-from ..cassette import Blob, Entry, ProcessCall, Recording, boundary_of, load, process_payloads
+from ..cassette import Blob, Entry, ProcessCall, Recording, boundary_of, process_payloads
 from ._common import (
     KINDS,
     CallTree,
+    Progress,
+    call_duration,
     format_relative,
     kind_of,
     non_negative_int,
     positive_int,
+    print_json,
+    read_recording,
     relative_ns,
     seq_ranges,
     what,
@@ -47,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-seq", type=non_negative_int, metavar="N", help="start at seq N")
     parser.add_argument("--to-seq", type=non_negative_int, metavar="N", help="stop after seq N")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="print at most N entries")
+    parser.add_argument("--json", action="store_true", help="print the timeline as JSON")
 
 
 def _selected(entry: Entry, args: argparse.Namespace) -> bool:
@@ -94,29 +103,70 @@ def _process_note(entry: Entry) -> str:
     return f" [{'; '.join(notes)}]" if notes else ""
 
 
-def run(args: argparse.Namespace) -> int:
-    """``sessiontape show``."""
-    recording = load(args.path)
+def _selection(
+    recording: Recording, args: argparse.Namespace
+) -> tuple[list[tuple[Entry, int]], int]:
+    """The entries to show with their nesting depth, and how many matched the filters."""
     tree = CallTree(recording.entries)
-    rows: list[tuple[str, str, str, str, str]] = []
+    shown: list[tuple[Entry, int]] = []
     matched = 0
-    for entry in recording.entries:
+    for entry in Progress("show", len(recording.entries)).iter(recording.entries):
         if not _selected(entry, args):
             continue
         matched += 1
-        if args.limit is not None and len(rows) >= args.limit:
-            continue
-        depth = tree.depth[entry.seq]
-        nesting = "  " * depth + (f"↳{entry.parent} " if entry.parent is not None else "")
-        rows.append(
-            (
-                format_relative(relative_ns(entry, recording)),
-                str(entry.seq),
-                entry.worker,
-                entry.thread,
-                nesting + what(entry) + _process_note(entry),
-            )
+        if args.limit is None or len(shown) < args.limit:
+            shown.append((entry, tree.depth[entry.seq]))
+    return shown, matched
+
+
+def _as_json(recording: Recording, shown: list[tuple[Entry, int]], matched: int) -> dict[str, Any]:
+    return {
+        "cassette": recording.path,
+        "run_id": recording.header.run_id,
+        "crashed": recording.crashed,
+        "torn": recording.torn,
+        "missing_seqs": recording.missing_seqs,
+        "matched": matched,
+        "shown": len(shown),
+        "notes": crash_note(recording),
+        "entries": [
+            {
+                "seq": entry.seq,
+                "kind": kind_of(entry),
+                "boundary": boundary_of(entry),
+                "worker": entry.worker,
+                "thread": entry.thread,
+                "parent": entry.parent,
+                "depth": depth,
+                "start_ns": relative_ns(entry, recording),
+                "duration_ns": call_duration(entry),
+                "what": what(entry) + _process_note(entry),
+            }
+            for entry, depth in shown
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sessiontape show``."""
+    recording = read_recording(args.path)
+    shown, matched = _selection(recording, args)
+    if args.json:
+        print_json(_as_json(recording, shown, matched))
+        return 0
+    rows = [
+        (
+            format_relative(relative_ns(entry, recording)),
+            str(entry.seq),
+            entry.worker,
+            entry.thread,
+            "  " * depth
+            + (f"↳{entry.parent} " if entry.parent is not None else "")
+            + what(entry)
+            + _process_note(entry),
         )
+        for entry, depth in shown
+    ]
     if rows:
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         for when, seq, worker, thread, text in rows:

@@ -40,7 +40,6 @@ from ..cassette import (
     SessionStart,
     Sidecar,
     StoreSnapshot,
-    load,
     process_payloads,
 )
 from ._common import (
@@ -48,6 +47,7 @@ from ._common import (
     CommandError,
     non_negative_int,
     plural,
+    read_recording,
     relative_ns,
     seconds,
     write_entries,
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             "say what to cut out: --worker, --task, --from-seq/--to-seq or --since/--until."
         )
-    recording = load(args.path)
+    recording = read_recording(args.path)
     keep = select(recording, args)
     partial = any(call.seq not in keep for call in recording.calls)
     kept: list[Entry] = []

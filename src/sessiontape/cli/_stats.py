@@ -15,12 +15,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ..cassette import AgentTurn, ProcessCall, Recording, boundary_of, load
+from ..cassette import AgentTurn, ProcessCall, Recording, boundary_of
 from ..report import format_ms
 from ._common import (
     KIND_OF_TYPE,
     Progress,
     command_name,
+    read_recording,
     recorded_duration,
 )
 
@@ -254,7 +255,7 @@ def render(stats: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape stats``."""
-    stats = compute(load(args.path))
+    stats = compute(read_recording(args.path))
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

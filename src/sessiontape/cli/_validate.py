@@ -7,6 +7,9 @@ still open then), a torn last line, wall-clock time going back on a thread, payl
 only as digests, a recording level other than ``full`` (only ``full`` tapes replay).
 A file that cannot be read at all gives exit code 2. The header's format version is
 checked when the file is read.
+
+--json prints a list with one object per cassette: whether it could be read and is valid,
+its counts of entries, errors and warnings, and its findings (severity, message, seq).
 """
 
 from __future__ import annotations
@@ -15,15 +18,15 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
-from .._errors import CassetteError
-from ..cassette import Blob, Entry, ProcessCall, Recording, Sidecar, load, process_payloads
+from .._errors import SessiontapeError
+from ..cassette import Blob, Entry, ProcessCall, Recording, Sidecar, process_payloads
 from ..report import format_ms
 from ..scrub import Scrubber
-from ._common import Progress, is_call, kind_of, plural, seq_ranges
+from ._common import Progress, is_call, kind_of, plural, print_json, read_recording, seq_ranges
 from ._scrub import scrub_entry
 
 __all__ = ["SUMMARY", "Finding", "add_arguments", "check", "run"]
@@ -56,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-secrets-check",
         action="store_true",
         help="skip looking for unredacted secrets (the slowest check)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list with one verdict per cassette, its counts and findings",
     )
 
 
@@ -222,26 +230,55 @@ def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
     return found
 
 
+def _result(path: str, recording: Recording, findings: list[Finding]) -> dict[str, Any]:
+    """One cassette's verdict as JSON-ready data (what ``--json`` prints per path)."""
+    errors = sum(1 for f in findings if f.severity == ERROR)
+    return {
+        "cassette": path,
+        "readable": True,
+        "valid": not errors,
+        "entries": len(recording),
+        "errors": errors,
+        "warnings": len(findings) - errors,
+        "findings": [msgspec.to_builtins(f) for f in findings],
+    }
+
+
+def _print_result(result: dict[str, Any], findings: list[Finding]) -> None:
+    path = result["cassette"]
+    for finding in findings:
+        where = f"seq {finding.seq}: " if finding.seq is not None else ""
+        print(f"{path}: {where}{finding.severity}: {finding.message}")
+    counts = [
+        plural(result[key], word)
+        for key, word in (("errors", "error"), ("warnings", "warning"))
+        if result[key]
+    ]
+    verdict = "valid" if result["valid"] else "invalid"
+    details = ", ".join([*counts, plural(result["entries"], "entry", "entries")])
+    print(f"{path}: {verdict} ({details})")
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape validate``."""
     status = 0
+    results: list[dict[str, Any]] = []
     for path in args.paths:
         try:
-            recording = load(path)
-        except CassetteError as exc:
-            print(f"sessiontape: error: {exc}", file=sys.stderr)
+            recording = read_recording(path)
+        except SessiontapeError as exc:
+            message = " ".join(str(exc).split())
+            print(f"sessiontape: error: {message}", file=sys.stderr)
+            results.append({"cassette": path, "readable": False, "valid": False, "error": message})
             status = 2
             continue
         findings = check(recording, secrets=not args.no_secrets_check)
-        for finding in findings:
-            where = f"seq {finding.seq}: " if finding.seq is not None else ""
-            print(f"{path}: {where}{finding.severity}: {finding.message}")
-        errors = sum(1 for f in findings if f.severity == ERROR)
-        warnings = len(findings) - errors
-        counts = [plural(n, word) for n, word in ((errors, "error"), (warnings, "warning")) if n]
-        verdict = "invalid" if errors else "valid"
-        details = ", ".join([*counts, plural(len(recording), "entry", "entries")])
-        print(f"{path}: {verdict} ({details})")
-        if errors:
+        result = _result(path, recording, findings)
+        results.append(result)
+        if not args.json:
+            _print_result(result, findings)
+        if not result["valid"]:
             status = max(status, 1)
+    if args.json:
+        print_json(results)
     return status

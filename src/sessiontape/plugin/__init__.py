@@ -17,13 +17,12 @@ Three ways in:
 
 from __future__ import annotations
 
-from ._fixture import pytest_runtest_makereport, tape
-from ._items import CassetteFailed, CassetteFile, CassetteItem, pytest_collect_file
+from ._fixture import pytest_runtest_call, pytest_runtest_makereport, tape
+from ._items import CassetteFile, CassetteItem, pytest_collect_file
 from ._options import RecordMode, pytest_addoption
 from ._run import pytest_configure, pytest_report_header
 
 __all__ = [
-    "CassetteFailed",
     "CassetteFile",
     "CassetteItem",
     "RecordMode",
@@ -31,6 +30,7 @@ __all__ = [
     "pytest_collect_file",
     "pytest_configure",
     "pytest_report_header",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
     "tape",
 ]

@@ -1,5 +1,10 @@
 """The ``tape`` fixture and the ``sessiontape`` marker: a test's cassette, recorded the
-first time and replayed afterwards."""
+first time and replayed afterwards.
+
+A replay is finished as soon as the test function returns, in the test's call phase
+(:func:`pytest_runtest_call`), so that a divergence fails the test itself, with the report
+as its message, rather than surfacing as an error in teardown.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,18 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
 import pytest
 
 from .._api import record, replay
-from .._errors import SessiontapeError
+from .._errors import CassetteError, SessiontapeError
 from ..replayer import Noise
 from ..report import ReplayMismatch
 from ..tape import ReplayTape, Tape
+from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import (
     MARKER,
     MARKER_KWARGS,
@@ -32,44 +38,83 @@ from ._options import (
 )
 from ._run import attach_report
 
-__all__ = ["pytest_runtest_makereport", "tape"]
+__all__ = ["pytest_runtest_call", "pytest_runtest_makereport", "tape"]
 
 _UNSAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
 _MAX_STEM: Final = 120
 
 
 class _Active:
-    """The tape a test's ``tape`` fixture opened, and whether the test failed around it."""
+    """The tape a test's ``tape`` fixture opened, and how the test has fared around it."""
 
-    __slots__ = ("failed", "tape")
+    __slots__ = ("failed", "reported", "tape")
 
     def __init__(self, tape: Tape) -> None:
         self.tape = tape
         #: The setup (after the fixture) or the call raised.
         self.failed = False
+        #: The replay's report already failed the test, as its message.
+        self.reported = False
 
 
 _ACTIVE: Final = pytest.StashKey[_Active]()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Finish the test's replay when the test function returns, and fail it on divergence.
+
+    pytest has no way for a fixture to fail the call phase from its teardown, so the
+    plugin finishes the tape here, right after the test function (an exception from the
+    test propagates untouched; the report then joins it as a section).
+    """
+    result = yield
+    active = item.stash.get(_ACTIVE, None)
+    if active is not None and isinstance(active.tape, ReplayTape):
+        player = active.tape
+        try:
+            report = player.finish()
+        except ReplayMismatch as exc:  # strict: the report is the failure all the same
+            report = exc.report
+        player.close()
+        if not report.ok:
+            active.reported = True
+            fail_replay(report, item.config, rerecord=_record_command(item))
+    return result
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-    active = item.stash.get(_ACTIVE, None)
-    if active is None or call.when == "teardown" or call.excinfo is None:
+    """Before pytest builds a failure's report: hide sessiontape's frames from it, and add
+    the replay's report to a test that failed on its own."""
+    excinfo = call.excinfo
+    if excinfo is None or excinfo.errisinstance(pytest.skip.Exception):
         return
+    active = item.stash.get(_ACTIVE, None)
+    if active is None:
+        if excinfo.errisinstance(SessiontapeError):
+            # A sessiontape error in a test that drives a tape by hand: the frame that
+            # matters is the caller's.
+            hide_own_frames(excinfo, item.config)
+        return
+    if call.when == "teardown":
+        return
+    hide_own_frames(excinfo, item.config)
     active.failed = True
     player = active.tape
     if (
         call.when == "call"
         and isinstance(player, ReplayTape)
-        # A strict stop's message is the report already; a skip is no failure.
-        and not call.excinfo.errisinstance((ReplayMismatch, pytest.skip.Exception))
+        # A strict stop's message is the report already, and so is our own failure.
+        and not active.reported
+        and not excinfo.errisinstance(ReplayMismatch)
     ):
         # The failure is usually the divergence's doing (an unanswered call raises in the
         # app): finish now, so the report joins the failure this hook is about to build.
         player.close()
         if player.report is not None and not player.report.ok:
-            item.add_report_section("call", "sessiontape", player.report.render())
+            text = failure_text(player.report, item.config, rerecord=_record_command(item))
+            item.add_report_section("call", "sessiontape", text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +211,8 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
     The cassette is ``<cassette dir>/<module>/<test>.jsonl`` or the marker's ``cassette=``.
     Record mode ``once`` (the default) replays an existing cassette and records a missing
     one; under CI a missing cassette fails instead. Wire the code under test through the
-    tape; at teardown a replay that diverged fails the test with the report.
+    tape; a replay that diverged fails the test, when its function returns, with the
+    report as the message.
     """
     item = request.node
     assert isinstance(item, pytest.Item)
@@ -229,15 +275,23 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
             path.unlink(missing_ok=True)
         return
 
-    player = replay(
-        path, strict=strict, noise=Noise(settings.noise) | options.noise, roots=options.roots
-    )
+    try:
+        player = replay(
+            path, strict=strict, noise=Noise(settings.noise) | options.noise, roots=options.roots
+        )
+    except CassetteError as exc:
+        unreadable: str | None = f"{exc} Record it again: {_record_command(item)}"
+    else:
+        unreadable = None
+    if unreadable is not None:  # failed out of the except block: no chained traceback
+        pytest.fail(unreadable, pytrace=False)
     active = item.stash[_ACTIVE] = _Active(player)
     with player:
         yield player
-    # Leaving the block finished the replay, if the failed test had not already.
+    # The replay was finished in the call phase (pytest_runtest_call) or by leaving the
+    # block, if the test never got to run.
     report = player.report
     assert report is not None
     attach_report(item, report)
     if not report.ok and not active.failed:
-        pytest.fail(report.render(), pytrace=False)
+        fail_replay(report, item.config, rerecord=_record_command(item))

@@ -1,7 +1,8 @@
 """Cassettes as test items: ``pytest cassettes/`` and ``pytest --replay PATH``.
 
 Each cassette becomes one :class:`CassetteItem`, replayed through the project's
-``sessiontape_replay`` hook; a divergence fails the item with the rendered report.
+``sessiontape_replay`` hook; a divergence fails the item with the rendered report, as
+a ``tape`` fixture test fails (see ``_failure``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ import os
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, NoReturn
 
-import pluggy
 import pytest
 
 from .. import _hooks
@@ -21,10 +21,11 @@ from .._errors import SessiontapeError
 from ..cassette import is_cassette
 from ..report import ReplayMismatch, ReplayReport
 from ..tape import ReplayTape
+from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import read_header, recorded_by_fixture, run_settings, shown_path
 from ._run import attach_report
 
-__all__ = ["CassetteFailed", "CassetteFile", "CassetteItem", "pytest_collect_file"]
+__all__ = ["CassetteFile", "CassetteItem", "pytest_collect_file"]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
@@ -47,17 +48,6 @@ class CassetteFile(pytest.File):
         yield CassetteItem.from_parent(self, name=self.path.stem)
 
 
-class CassetteFailed(SessiontapeError):
-    """A cassette item failed: its replay diverged, or it could not be replayed.
-
-    ``report`` is the replay's report when there is one.
-    """
-
-    def __init__(self, message: str, report: ReplayReport | None = None) -> None:
-        super().__init__(message)
-        self.report = report
-
-
 class CassetteItem(pytest.Item):
     """One cassette, replayed through the ``sessiontape_replay`` hook."""
 
@@ -66,7 +56,7 @@ class CassetteItem(pytest.Item):
         shown = shown_path(self.path, self.config)
         recorded_by = recorded_by_fixture(self.path)
         if recorded_by is not None:
-            raise CassetteFailed(
+            _fail(
                 f"{shown} was recorded by the `tape` fixture of {recorded_by}; that test "
                 f"replays it: pytest {shlex.quote(recorded_by)}"
             )
@@ -94,15 +84,16 @@ class CassetteItem(pytest.Item):
             # An unanswered call or a truncated payload: the report says where it happened.
             if player is None or player.report is None:
                 # The cassette could not be loaded; CassetteError names the file and line.
-                raise CassetteFailed(str(exc)) from None
+                _fail(str(exc))
             self._fail(player.report, str(exc))
         except Exception:
             if player is not None and player.report is not None:
                 attach_report(self, player.report)
-                self.add_report_section("call", "sessiontape", player.report.render())
+                text = failure_text(player.report, self.config)
+                self.add_report_section("call", "sessiontape", text)
             raise
         if not handled:
-            raise CassetteFailed(
+            _fail(
                 f"no sessiontape_replay hook handled {shown}: implement "
                 "sessiontape_replay(tape, recording) in conftest.py (wire the application "
                 "through the tape, run it, and return its outcome, or anything but None)"
@@ -114,24 +105,20 @@ class CassetteItem(pytest.Item):
 
     def _fail(self, report: ReplayReport, error: str | None = None) -> NoReturn:
         attach_report(self, report)
-        message = report.render()
-        if error is not None:
-            message = f"{message}\n\nthe replay stopped with: {error}"
-        raise CassetteFailed(message, report)
+        fail_replay(report, self.config, error=error)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A failed replay as its rendered report (first divergence first, no traceback);
         an application crash as the traceback of the hook and the code below it."""
-        if isinstance(excinfo.value, CassetteFailed):
-            return str(excinfo.value)
-        # The application crashed in the hook: show its frames, not pytest's and pluggy's.
-        traceback = excinfo.traceback
-        for i, entry in enumerate(traceback):
-            if entry.frame.code.raw is CassetteItem.runtest.__code__:
-                excinfo.traceback = (
-                    traceback[i + 1 :].filter(_outside_pluggy).filter(excinfo) or traceback
-                )
-                break
+        if not excinfo.errisinstance(pytest.fail.Exception):
+            # The application crashed in the hook: show its frames, not pytest's, pluggy's
+            # or sessiontape's.
+            traceback = excinfo.traceback
+            for i, entry in enumerate(traceback):
+                if entry.frame.code.raw is CassetteItem.runtest.__code__:
+                    excinfo.traceback = traceback[i + 1 :].filter(excinfo) or traceback
+                    break
+            hide_own_frames(excinfo, self.config)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
@@ -140,11 +127,9 @@ class CassetteItem(pytest.Item):
         return self.path, None, f"cassette: {self.name} run {run}"
 
 
-_PLUGGY_DIR: Final = Path(pluggy.__file__).parent
-
-
-def _outside_pluggy(entry: Any) -> bool:
-    return _PLUGGY_DIR not in Path(entry.path).parents
+def _fail(message: str) -> NoReturn:
+    """Fail the item with ``message`` alone, the way a diverged replay fails it."""
+    pytest.fail(message, pytrace=False)
 
 
 def _finish_with(player: ReplayTape, result: Any) -> None:

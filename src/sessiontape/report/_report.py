@@ -246,6 +246,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
 class ReplayMismatch(SessiontapeError, AssertionError):
     """Strict replay stopped at the first divergence; ``report`` holds the details."""
 
+    __module__ = "sessiontape"  # its public name, in tracebacks and for pickle
+
     def __init__(self, report: ReplayReport) -> None:
         super().__init__(report.render())
         self.report = report

@@ -15,7 +15,16 @@ cassette and replays from it::
 
 from __future__ import annotations
 
-from ._agent import AgentAdapter, ScriptedAgent, StepResult, TaskScript, merge_versions
+from ._agent import (
+    MODEL,
+    MODEL_ARGV,
+    PROVIDER,
+    AgentAdapter,
+    ScriptedAgent,
+    StepResult,
+    TaskScript,
+    merge_versions,
+)
 from ._orchestrator import (
     BASE_REF,
     GIT_CONFIG,
@@ -46,7 +55,10 @@ __all__ = [
     "DEFAULT_WORKERS",
     "ENTRYPOINT",
     "GIT_CONFIG",
+    "MODEL",
+    "MODEL_ARGV",
     "MUTATIONS",
+    "PROVIDER",
     "SCENARIOS",
     "STATUSES",
     "WORK_ROOT",

@@ -5,22 +5,42 @@ that a demo run needs no network and no API key. The script is keyed by task and
 answer depends only on the request (step, attempt, claim count, file contents), never on
 the order in which threads happen to call: two live runs of a scenario get the same
 answers, whatever the scheduling.
+
+Like a real adapter that runs ``claude -p`` and reads its answer from stdout, the scripted
+agent, given a process runner, runs a small model process for every turn (:data:`MODEL_ARGV`,
+which echoes its input: the request and the scripted answer) and returns what that process
+printed. Through the tape's runner, that process call is recorded inside the agent turn
+(its ``parent``), so the timeline, the viewer and the OpenTelemetry export show it nested;
+on replay the turn is answered from the tape and the process is not expected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+from sessiontape import ProcessRunner
+
 __all__ = [
+    "MODEL",
+    "MODEL_ARGV",
+    "PROVIDER",
     "AgentAdapter",
     "ScriptedAgent",
     "StepResult",
     "TaskScript",
     "merge_versions",
 ]
+
+#: The model process of each turn: it prints its stdin, a JSON document holding the request
+#: and the scripted answer, so its stdout is the agent's answer.
+MODEL_ARGV: Final = ("sh", "-c", "cat")
+#: The model and provider the scripted agent reports on each result.
+MODEL: Final = "gardener-scripted-1"
+PROVIDER: Final = "sessiontape.scripted"
 
 #: The ``step`` values the orchestrator sends.
 STEPS: Final = ("edit", "review", "resolve_conflict")
@@ -36,13 +56,16 @@ class StepResult:
     ``state`` names the outcome (``edited``, ``approve``, ``needs_changes``, ``resolved``,
     ``error``, ``failed``...), ``terminal`` says whether the task's agent work is over,
     ``payload`` carries the step's data and ``usage`` its token counts
-    (``input_tokens``/``output_tokens``) when the backend reports them.
+    (``input_tokens``/``output_tokens``) when the backend reports them; ``model`` and
+    ``provider`` name what answered.
     """
 
     state: str
     terminal: bool
     payload: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None
+    model: str | None = None
+    provider: str | None = None
 
 
 class AgentAdapter(Protocol):
@@ -110,15 +133,40 @@ class ScriptedAgent:
 
     Requests are dicts with ``step`` (one of ``edit``, ``review``, ``resolve_conflict``)
     and ``task``; see the orchestrator for the other fields. A task missing from the
-    script fails terminally, as an agent would that does not understand it.
+    script fails terminally, as an agent would that does not understand it. With a
+    ``runner``, every answer comes back through a model process (:data:`MODEL_ARGV`).
     """
 
-    def __init__(self, script: Mapping[str, TaskScript]) -> None:
-        """Answer for the tasks in ``script``."""
+    def __init__(
+        self, script: Mapping[str, TaskScript], runner: ProcessRunner | None = None
+    ) -> None:
+        """Answer for the tasks in ``script``, through model processes run by ``runner``."""
         self.script = dict(script)
+        self.runner = runner
 
     def execute(self, request: dict[str, Any]) -> StepResult:
         """Answer one request; the answer depends on the request's content only."""
+        answer = self._answer(request)
+        if self.runner is None:
+            return answer
+        return self._through_model(request, answer)
+
+    def _through_model(self, request: dict[str, Any], answer: StepResult) -> StepResult:
+        """Run the model process on the request and the answer; return what it printed."""
+        assert self.runner is not None
+        prompt = {"request": request, "answer": dataclasses.asdict(answer)}
+        done = self.runner.run(
+            list(MODEL_ARGV), input=json.dumps(prompt, sort_keys=True), text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"the model process {list(MODEL_ARGV)!r} failed with exit code "
+                f"{done.returncode}: {str(done.stderr).strip()}; check that 'sh' and 'cat' "
+                "are on PATH"
+            )
+        return StepResult(**json.loads(done.stdout)["answer"])
+
+    def _answer(self, request: dict[str, Any]) -> StepResult:
         step = request.get("step")
         task_id = request.get("task")
         if step not in STEPS:
@@ -136,7 +184,7 @@ class ScriptedAgent:
         else:
             result = self._resolve(request)
         usage = {"input_tokens": _tokens(request), "output_tokens": _tokens(result.payload)}
-        return StepResult(result.state, result.terminal, result.payload, usage)
+        return StepResult(result.state, result.terminal, result.payload, usage, MODEL, PROVIDER)
 
     @staticmethod
     def _edit(request: Mapping[str, Any], script: TaskScript) -> StepResult:

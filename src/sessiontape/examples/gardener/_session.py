@@ -117,7 +117,9 @@ def run_session(
     )
     gardener = Gardener(
         runner=runner,
-        agent=tape.agent(ScriptedAgent(spec.script), result_type=StepResult),
+        # The agent runs its model process through the tape's runner, as a real adapter
+        # would: recorded inside the agent turn, not expected on replay.
+        agent=tape.agent(ScriptedAgent(spec.script, runner), result_type=StepResult),
         store=store,
         clock=tape.clock,
         workdir=work,
