@@ -17,7 +17,6 @@ from ..replayer import resolve_result_type
 from ..scrub import qualname
 from ._methods import (
     EntryMaker,
-    convert_result,
     method_names,
     recording_proxy,
     substitute_proxy,
@@ -60,14 +59,13 @@ def replaying_agent(
     ``async def``).
     """
 
-    def decode(entry: CallEntry, data: Any) -> Any:
-        target = result_type
-        if target is None and isinstance(entry, AgentTurn) and entry.result_type:
-            target = resolve_result_type(entry.result_type)
-        return convert_result(engine, entry, data, target)
+    def target(entry: CallEntry) -> Any:
+        if result_type is None and isinstance(entry, AgentTurn) and entry.result_type:
+            return resolve_result_type(entry.result_type)
+        return result_type
 
     return substitute_proxy(
-        engine, BOUNDARY_AGENT, method_names(method), decode, asynchronous=asynchronous
+        engine, BOUNDARY_AGENT, method_names(method), target, asynchronous=asynchronous
     )
 
 

@@ -10,8 +10,9 @@ order, and compares its result with the tape.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -19,15 +20,14 @@ from .._context import parent_var
 from .._errors import UsageError
 from ..cassette import AgentTurn, Call, CallEntry, Entry, ErrorInfo, StoreMutation
 from ..recorder import Opened, common_fields
-from ..replayer import rebuild_error
+from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
-from ..scrub import error_info, expand_data, qualname
+from ..scrub import PathRoots, error_info, qualname
 from ._protocols import RecordSide, ReplaySide
 
 __all__ = [
-    "Decode",
     "EntryMaker",
-    "convert_result",
+    "ResultType",
     "method_names",
     "recording_proxy",
     "substitute_proxy",
@@ -37,8 +37,8 @@ __all__ = [
 #: Builds a boundary's entry from the common call fields, the method name, the result,
 #: and whether the call raised.
 EntryMaker = Callable[[dict[str, Any], str, Any, bool], Entry]
-#: Turns a recorded (placeholder-expanded) result into what the application receives.
-Decode = Callable[[CallEntry, Any], Any]
+#: The type a recorded call's result is decoded into for the application (None: plain data).
+ResultType = Callable[[CallEntry], Any]
 
 
 def method_names(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -192,12 +192,33 @@ def _recorded_method(
 # -- replay side ----------------------------------------------------------------------
 
 
-def _request(engine: ReplaySide, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Today's request as raw JSON data, in the shape of ``request_of`` a recorded call."""
-    return {"method": method, "args": engine.raw(list(args)), "kwargs": engine.raw(kwargs)}
+def _take(
+    engine: ReplaySide,
+    boundary: str,
+    method: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    normalize: Normalize,
+    head: CallEntry | None,
+) -> CallEntry | None:
+    """The entry answering a method call: the head of the worker's queue when the call is
+    the recorded one exactly (the common case, compared field by field with nothing
+    built), else whatever alignment finds for today's request, in the shape of
+    ``request_of`` a recorded call."""
+    raw_args = engine.raw(list(args))
+    raw_kwargs = engine.raw(kwargs)
+    if (
+        head is not None
+        and (head.operation if type(head) is StoreMutation else head.method) == method  # type: ignore[union-attr]
+        and head.args == raw_args  # type: ignore[union-attr]
+        and head.kwargs == raw_kwargs  # type: ignore[union-attr]
+    ):
+        return engine.take_head(boundary)
+    request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}
+    return engine.take(boundary, request, normalize)
 
 
-def _normalizer(engine: ReplaySide) -> Callable[[Mapping[str, Any], Any], Mapping[str, Any]]:
+def _normalizer(engine: ReplaySide) -> Normalize:
     """Scrub a raw request the way requests were at record time (reusing the parts equal
     to ``expected``, the head's recorded request, when there is one)."""
 
@@ -217,30 +238,91 @@ def _normalizer(engine: ReplaySide) -> Callable[[Mapping[str, Any], Any], Mappin
     return normalize
 
 
-def convert_result(engine: ReplaySide, entry: CallEntry, data: Any, target: Any) -> Any:
-    """``data`` decoded into ``target`` (a type), or as it is when ``target`` is None."""
-    if target is None:
-        return data
-    try:
-        return msgspec.convert(data, target, strict=False)
-    except msgspec.ValidationError as exc:
-        raise UsageError(
-            f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
-            f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
-            "the application uses today, or re-record."
-        ) from None
+#: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
+_Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
+
+
+class _Results:
+    """Recorded results turned into what the application receives.
+
+    The recorded result is encoded once and decoded straight into the result type (a
+    fresh object: the application may change it without changing the tape), with path
+    placeholders expanded in the JSON bytes, and only when one of today's roots occurs
+    there. That costs about half of walking the data to expand it and converting it.
+    """
+
+    def __init__(self) -> None:
+        self._decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
+        # The roots last asked for and their expander: a replay keeps one set of roots.
+        self._last: tuple[PathRoots | None, _Expander | None] = (None, None)
+
+    def _decoder(self, target: Any) -> msgspec.json.Decoder[Any] | None:
+        try:
+            return self._decoders[target]
+        except KeyError:
+            pass
+        try:
+            decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(
+                target if target is not None else Any, strict=False
+            )
+        except TypeError:
+            decoder = None  # a type msgspec decodes only by conversion
+        self._decoders[target] = decoder
+        return decoder
+
+    def _expander(self, roots: PathRoots) -> _Expander | None:
+        last_roots, last = self._last
+        if roots is last_roots:
+            return last
+        named = roots.as_dict()
+        expander: _Expander | None = None
+        if named:
+            table = {
+                b"{" + name.encode() + b"}": _JSON.encode(path)[1:-1]
+                for name, path in named.items()
+            }
+            pattern = re.compile(b"|".join(re.escape(key) for key in table))
+            expander = (pattern, table)
+        self._last = (roots, expander)
+        return expander
+
+    def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
+        """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
+        assert isinstance(entry, (AgentTurn, StoreMutation, Call))
+        raw = _JSON.encode(entry.result)
+        expander = self._expander(engine.roots)
+        if expander is not None:
+            pattern, table = expander
+            if pattern.search(raw) is not None:
+                raw = pattern.sub(lambda m: table[m.group(0)], raw)
+        decoder = self._decoder(target)
+        try:
+            if decoder is not None:
+                return decoder.decode(raw)
+            return msgspec.convert(msgspec.json.decode(raw), target, strict=False)
+        except msgspec.ValidationError as exc:
+            raise UsageError(
+                f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
+                f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
+                "the application uses today, or re-record."
+            ) from None
+
+
+_JSON: Final = msgspec.json.Encoder()
+_RESULTS: Final = _Results()
 
 
 def substitute_proxy(
     engine: ReplaySide,
     boundary: str,
     methods: tuple[str, ...],
-    decode: Decode,
+    result_type: ResultType,
     *,
     asynchronous: bool = False,
 ) -> Any:
     """A stand-in answering each of ``methods`` from the tape; nothing real is called.
 
+    ``result_type(entry)`` names the type each answer is decoded into (None: plain data).
     With ``asynchronous``, each method is a coroutine function, as the object's were.
     """
     normalize = _normalizer(engine)
@@ -257,14 +339,15 @@ def substitute_proxy(
 
     def answer_sync(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            entry = engine.take(boundary, _request(engine, method, args, kwargs), normalize)
+            head = engine.head(boundary)
+            entry = _take(engine, boundary, method, args, kwargs, normalize, head)
             if entry is None:
                 raise engine.unanswered(boundary, f"{boundary}.{method}()")
             engine.served(entry)
             assert isinstance(entry, (AgentTurn, Call))
             if entry.error is not None:
                 raise rebuild_error(entry.error)
-            return decode(entry, expand_data(entry.result, engine.roots))
+            return _RESULTS.decode(engine, entry, result_type(entry))
 
         return _named(call, method)
 
@@ -282,7 +365,7 @@ def verify_proxy(
             head = engine.head(boundary)
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
-            entry = engine.take(boundary, _request(engine, method, args, kwargs), normalize)
+            entry = _take(engine, boundary, method, args, kwargs, normalize, head)
             if entry is None:
                 return bound(*args, **kwargs)
             engine.clock_at(entry)  # our code runs now: it reads the call's start time

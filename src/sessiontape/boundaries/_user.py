@@ -18,11 +18,9 @@ from ..cassette import (
     BOUNDARY_STORE,
     BoundaryKind,
     Call,
-    CallEntry,
     Entry,
 )
 from ._methods import (
-    convert_result,
     method_names,
     recording_proxy,
     substitute_proxy,
@@ -75,11 +73,7 @@ def replaying_boundary(
     check_name(name)
     names = method_names(methods)
     if kind is BoundaryKind.SUBSTITUTE:
-
-        def decode(entry: CallEntry, data: Any) -> Any:
-            return convert_result(engine, entry, data, result_type)
-
-        return substitute_proxy(engine, name, names, decode)
+        return substitute_proxy(engine, name, names, lambda entry: result_type)
     if obj is None:
         raise UsageError(
             f"tape.boundary({name!r}, kind='verify') needs the real object on replay: "

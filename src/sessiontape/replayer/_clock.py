@@ -173,18 +173,21 @@ class FakeClock:
         as wall time did. A timestamp behind the clock is not an error: concurrent workers
         replayed in a different interleaving deliver them out of order.
         """
-        # Called twice per replayed call: skip operator.index() for plain ints.
+        # The replay hot path (once or twice per replayed call): plain comparisons rather
+        # than max(), and operator.index() only for what is not already an int.
         target = ts_ns if type(ts_ns) is int else operator.index(ts_ns)
         if mono_ns is not None and type(mono_ns) is not int:
             mono_ns = operator.index(mono_ns)
         with self._lock:
-            wall = max(self._wall_ns, target)
+            wall = self._wall_ns
+            mono = self._mono_ns
             if mono_ns is None:
-                mono = self._mono_ns + (wall - self._wall_ns)
-            else:
-                mono = max(self._mono_ns, mono_ns)
-            if wall != self._wall_ns or mono != self._mono_ns:
-                self._move_locked(wall, mono)
+                if target > wall:
+                    self._move_locked(target, mono + (target - wall))
+            elif target > wall:
+                self._move_locked(target, mono_ns if mono_ns > mono else mono)
+            elif mono_ns > mono:
+                self._move_locked(wall, mono_ns)
 
     def _move_locked(self, wall_ns: int, mono_ns: int) -> None:
         # Checked before anything changes, so a failed move leaves the clock as it was.

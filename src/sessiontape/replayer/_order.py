@@ -20,7 +20,10 @@ class Sequencer:
         self._index = {seq: i for i, seq in enumerate(seqs)}
         self._done = bytearray(len(seqs))
         self._cursor = 0
-        self._cond = threading.Condition()
+        # A plain lock (Condition's default is an RLock, slower), and a count of waiters so
+        # that the common case, calls arriving in order, notifies nobody.
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0
         self._timeout = timeout
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
         self.broken = False
@@ -33,7 +36,11 @@ class Sequencer:
         if self._cursor >= index:  # its turn already (the cursor only moves forward)
             return None
         with self._cond:
-            ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
+            self._waiting += 1
+            try:
+                ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
+            finally:
+                self._waiting -= 1
             if not ok:
                 self.broken = True
                 self._cond.notify_all()
@@ -49,4 +56,5 @@ class Sequencer:
             self._done[index] = 1
             while self._cursor < len(self._done) and self._done[self._cursor]:
                 self._cursor += 1
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
