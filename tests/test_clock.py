@@ -19,7 +19,7 @@ import pytest
 
 from sessiontape._errors import UsageError
 from sessiontape._time import Clock, RealClock, msgspec_enc_hook, to_real_datetime
-from sessiontape.replayer import IGNORED_MODULES, FakeClock
+from sessiontape.replayer import IGNORED_MODULES, FakeClock, lingering
 
 S = 1_000_000_000
 # 2021-06-01T12:00:00.5Z: half a second is exact in binary, so float reads compare exactly.
@@ -332,6 +332,19 @@ def test_ignored_modules_keep_real_sleep_and_time(installed: FakeClock) -> None:
     assert real_now > 1_700_000_000
 
 
+def test_an_ignored_caller_of_freezeguns_fakes_gets_real_time(installed: FakeClock) -> None:
+    # time.strftime/localtime/gmtime are freezegun's fakes under install; for an ignored
+    # caller they fall back to freezegun's own real_* copies, which must stay real.
+    namespace: dict[str, object] = {"__name__": "_pytest.probe", "time": time}
+    exec("def probe():\n    return time.strftime('%Y'), time.localtime().tm_year\n", namespace)
+    probe = namespace["probe"]
+    assert callable(probe)
+    year, local_year = probe()
+    assert int(year) >= 2025
+    assert local_year >= 2025
+    assert freezegun.api.real_strftime is not time.strftime
+
+
 def test_pytest_timer_stays_real(installed: FakeClock) -> None:
     import _pytest.timing
 
@@ -536,6 +549,53 @@ def test_install_restores_everything_when_the_block_raises(clock: FakeClock) -> 
     assert not clock.installed
     assert_process_restored()
     assert clock.slept_ns == 10 * S
+
+
+def test_a_lingering_patch_is_pointed_at_each_clock_and_restored_at_the_end() -> None:
+    first = FakeClock(START_NS, MONO_START_NS)
+    second = FakeClock(START_NS + 3600 * S, MONO_START_NS)
+    with lingering():
+        with first.install():
+            assert time.time_ns() == START_NS
+        # Between clocks the patch stays, reading real time: nothing is frozen.
+        assert time.sleep is not REAL["sleep"]
+        assert time.time() > 1_700_000_000
+        assert dt.datetime.now(dt.timezone.utc).year >= 2025
+        assert not freezegun.api.freeze_factories
+        with second.install():
+            assert time.time_ns() == START_NS + 3600 * S
+            assert dt.datetime.now(dt.timezone.utc) == START_UTC + dt.timedelta(hours=1)
+            time.sleep(5)
+        assert second.slept_ns == 5 * S
+        assert first.slept_ns == 0
+    assert_process_restored()
+
+
+def test_a_module_imported_while_lingering_reads_the_next_clock() -> None:
+    first = FakeClock(START_NS, MONO_START_NS)
+    second = FakeClock(START_NS + 3600 * S, MONO_START_NS)
+    probe = types.ModuleType("clock_probe_imported_while_lingering")
+    try:
+        with lingering():
+            with first.install():
+                pass
+            # Imported between two replays, it takes the real date class then in place.
+            probe.datetime = dt.datetime  # type: ignore[attr-defined]
+            sys.modules[probe.__name__] = probe
+            assert probe.datetime is REAL["datetime"]  # type: ignore[attr-defined]
+            with second.install():
+                now = probe.datetime.now(dt.timezone.utc)  # type: ignore[attr-defined]
+                assert now == START_UTC + dt.timedelta(hours=1)
+        assert probe.datetime is REAL["datetime"]  # type: ignore[attr-defined]
+        assert_process_restored()
+    finally:
+        sys.modules.pop(probe.__name__, None)
+
+
+def test_lingering_without_a_clock_changes_nothing() -> None:
+    with lingering():
+        assert time.sleep is REAL["sleep"]
+    assert_process_restored()
 
 
 def test_nested_install_is_a_usage_error(clock: FakeClock) -> None:

@@ -8,9 +8,12 @@ Two measurements, each against a baseline taken in the same run:
   replay with ``patch_time=False``, which installs no fake clock.
 * **a corpus through pytest**: one pytest session holding 60 tiny cassettes (collected as
   items and replayed through a ``sessiontape_replay`` hook) and 60 trivial tests; the
-  time pytest spends in the cassette items against the time in the trivial ones (each
-  item's setup, call and teardown, summed by a small plugin), so collection and start-up
-  count for neither. Then a corpus of 500 cassettes, serial against ``-n 2``.
+  time pytest spends in a cassette item against the time in a trivial one (each item's
+  setup, call and teardown, timed by a small plugin; medians, and the sums with the first
+  replay's one-time set-up shown apart), so collection and start-up count for neither.
+* **a corpus across cores**: 500 real tapes (the shipped gardener corpus, copied round
+  robin) replayed by the project's own hook, serially and with ``-n 2`` (pytest-xdist),
+  wall time of the whole pytest run.
 """
 
 from __future__ import annotations
@@ -112,6 +115,42 @@ def write_corpus(root: Path, cassettes: int, trivial: int) -> Path:
     return root
 
 
+_GARDENER_CONFTEST: Final = """
+import shutil, tempfile
+from pathlib import Path
+
+from sessiontape.examples.gardener import ENTRYPOINT, WORK_ROOT, run_session
+
+
+def sessiontape_replay(tape, recording):
+    if recording.header.entrypoint != ENTRYPOINT:
+        return None
+    workdir = Path(tempfile.mkdtemp(prefix="gardener-bench-"))
+    try:
+        tape.set_roots({WORK_ROOT: str(workdir)})
+        run_session(tape, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return True
+"""
+
+
+def write_gardener_corpus(root: Path, cassettes: int, source: Path) -> Path:
+    """``cassettes`` copies of the shipped corpus tapes in ``source``, with its hook."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "conftest.py").write_text(_GARDENER_CONFTEST, encoding="utf-8")
+    (root / "bench_timing.py").write_text(_TIMING_PLUGIN, encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    tapes = sorted(source.glob("*.jsonl"))
+    if not tapes:
+        raise RuntimeError(f"no cassettes in {source} to build a corpus from")
+    (root / "tapes").mkdir(exist_ok=True)
+    for i in range(cassettes):
+        original = tapes[i % len(tapes)]
+        (root / "tapes" / f"{original.stem}-{i:04d}.jsonl").write_bytes(original.read_bytes())
+    return root
+
+
 def _pytest(root: Path, *args: str, timing: Path | None = None) -> int:
     """Wall ns of one pytest run in ``root`` (fails loudly if pytest fails)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
@@ -180,8 +219,11 @@ def child_fixed_cost(path: str, calls: int) -> dict[str, Any]:
     return out
 
 
-def run(*, workdir: Path, fixed_calls: int, corpus: int, big_corpus: int) -> dict[str, Any]:
-    """Run both measurements; see the module docstring."""
+def run(
+    *, workdir: Path, fixed_calls: int, corpus: int, big_corpus: int, source: Path
+) -> dict[str, Any]:
+    """Run the three measurements; see the module docstring. ``source`` holds the
+    shipped corpus the big one is copied from."""
     root = write_corpus(workdir / "corpus-small", corpus, corpus)
     one = root / "tapes" / "tape-0000.jsonl"
     fixed = in_subprocess("cases.corpus:child_fixed_cost", path=str(one), calls=fixed_calls)
@@ -191,7 +233,7 @@ def run(*, workdir: Path, fixed_calls: int, corpus: int, big_corpus: int) -> dic
     counts = {kind: len(durations) for kind, durations in items.items()}
     if counts != {"cassette": corpus, "test": corpus}:
         raise RuntimeError(f"the corpus session ran {counts}, not {corpus} of each")
-    big = write_corpus(workdir / "corpus-big", big_corpus, 0)
+    big = write_gardener_corpus(workdir / "corpus-big", big_corpus, source)
     serial = _pytest(big, "tapes")
     parallel = _pytest(big, "tapes", "-n", "2")
     return {
@@ -214,7 +256,9 @@ def _main() -> None:  # pragma: no cover - a manual check: python -m cases.corpu
     import tempfile
 
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
-    print(json.dumps(run(workdir=work, fixed_calls=100, corpus=60, big_corpus=500), indent=2))
+    source = Path(__file__).resolve().parents[2] / "cassettes"
+    result = run(workdir=work, fixed_calls=100, corpus=60, big_corpus=500, source=source)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -54,11 +54,20 @@ class Sidecar:
     ``get`` reads one back, checking its digest. ``compress`` gzips what ``put`` writes.
     """
 
-    __slots__ = ("compress", "directory")
+    __slots__ = ("_cassette", "_directory", "compress")
 
     def __init__(self, cassette: str | os.PathLike[str], *, compress: bool = False) -> None:
-        self.directory = sidecar_dir(cassette)
+        self._cassette = cassette
+        self._directory: Path | None = None
         self.compress = compress
+
+    @property
+    def directory(self) -> Path:
+        """The directory beside the cassette that holds its payloads (worked out when
+        first needed: most replays never read a sidecar)."""
+        if self._directory is None:
+            self._directory = sidecar_dir(self._cassette)
+        return self._directory
 
     def file_for(self, sha256: str, *, gz: bool = False) -> Path:
         """The file holding the payload whose digest is ``sha256`` (``"sha256:<hex>"``)."""

@@ -18,7 +18,7 @@ Three ways in:
 from __future__ import annotations
 
 from ._fixture import pytest_runtest_call, pytest_runtest_makereport, tape
-from ._items import CassetteFile, CassetteItem, pytest_collect_file
+from ._items import CassetteFile, CassetteItem, pytest_collect_file, pytest_runtest_teardown
 from ._options import RecordMode, pytest_addoption
 from ._run import pytest_configure, pytest_report_header
 
@@ -32,5 +32,6 @@ __all__ = [
     "pytest_report_header",
     "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_runtest_teardown",
     "tape",
 ]

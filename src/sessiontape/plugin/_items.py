@@ -10,22 +10,30 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import pytest
 
 from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
-from ..cassette import is_cassette
+from ..cassette import SessionStart, is_cassette, load
+from ..replayer import lingering
 from ..report import ReplayMismatch, ReplayReport
 from ..tape import ReplayTape
 from ._failure import fail_replay, failure_text, hide_own_frames
-from ._options import read_header, recorded_by_fixture, run_settings, shown_path
+from ._options import fixture_nodeid, read_header, run_settings, shown_path
 from ._run import attach_report
 
-__all__ = ["CassetteFile", "CassetteItem", "pytest_collect_file"]
+__all__ = [
+    "CassetteFile",
+    "CassetteItem",
+    "pytest_collect_file",
+    "pytest_runtest_teardown",
+    "release_lingering_time",
+]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
@@ -35,35 +43,78 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFi
         return None
     if not is_cassette(file_path):
         return None
-    if recorded_by_fixture(file_path) and not parent.session.isinitpath(file_path):
+    header = read_header(file_path)
+    if fixture_nodeid(header) and not parent.session.isinitpath(file_path):
         return None
     file: CassetteFile = CassetteFile.from_parent(parent, path=file_path)
+    file.header = header
     return file
 
 
 class CassetteFile(pytest.File):
     """A cassette file: collects one :class:`CassetteItem`."""
 
+    #: The cassette's first line, read once when it was collected.
+    header: SessionStart | None = None
+
     def collect(self) -> Iterator[CassetteItem]:
-        yield CassetteItem.from_parent(self, name=self.path.stem)
+        item: CassetteItem = CassetteItem.from_parent(self, name=self.path.stem)
+        item.header = self.header
+        yield item
+
+
+#: The lingering time patch of a run of consecutive cassette items (see ``lingering``).
+_LINGER: Final = pytest.StashKey[ExitStack]()
+
+
+def _linger(config: pytest.Config) -> None:
+    """Keep virtual time's process patch applied until the run of cassette items ends:
+    each replay then only points it at its own clock."""
+    if _LINGER not in config.stash:
+        stack = ExitStack()
+        stack.enter_context(lingering())
+        config.stash[_LINGER] = stack
+        # An interrupted run skips the teardown that would release it.
+        config.add_cleanup(lambda: release_lingering_time(config))
+
+
+def release_lingering_time(config: pytest.Config) -> None:
+    """End the run of cassette items: undo the lingering time patch, if any."""
+    stack = config.stash.get(_LINGER, None)
+    if stack is not None:
+        del config.stash[_LINGER]
+        stack.close()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Release the lingering time patch when the next item is not a cassette (or none):
+    between two cassette items only pytest runs, but a test may read the time itself."""
+    if not isinstance(nextitem, CassetteItem):
+        release_lingering_time(item.config)
 
 
 class CassetteItem(pytest.Item):
     """One cassette, replayed through the ``sessiontape_replay`` hook."""
 
+    #: The cassette's first line as collected (read again when the item was made alone).
+    header: SessionStart | None = None
+
     def runtest(self) -> None:
         settings = run_settings(self.config)
-        shown = shown_path(self.path, self.config)
-        recorded_by = recorded_by_fixture(self.path)
-        if recorded_by is not None:
-            _fail(
-                f"{shown} was recorded by the `tape` fixture of {recorded_by}; that test "
-                f"replays it: pytest {shlex.quote(recorded_by)}"
-            )
+        _linger(self.config)
         player: ReplayTape | None = None
         handled = False
         try:
-            player = replay(self.path, strict=settings.strict, noise=settings.noise)
+            # One read of the file: the header check below uses the loaded recording.
+            recording = load(self.path)
+            recorded_by = fixture_nodeid(recording.header)
+            if recorded_by is not None:
+                _fail(
+                    f"{shown_path(self.path, self.config)} was recorded by the `tape` "
+                    f"fixture of {recorded_by}; that test replays it: "
+                    f"pytest {shlex.quote(recorded_by)}"
+                )
+            player = replay(recording, strict=settings.strict, noise=settings.noise)
             with player:
                 hook = _hooks.get_plugin_manager().hook
                 try:
@@ -94,7 +145,8 @@ class CassetteItem(pytest.Item):
             raise
         if not handled:
             _fail(
-                f"no sessiontape_replay hook handled {shown}: implement "
+                f"no sessiontape_replay hook handled {shown_path(self.path, self.config)}: "
+                "implement "
                 "sessiontape_replay(tape, recording) in conftest.py (wire the application "
                 "through the tape, run it, and return its outcome, or anything but None)"
             )
@@ -122,7 +174,7 @@ class CassetteItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
-        header = read_header(self.path)
+        header = self.header if self.header is not None else read_header(self.path)
         run = header.run_id if header is not None else "?"
         return self.path, None, f"cassette: {self.name} run {run}"
 

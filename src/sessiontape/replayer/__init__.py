@@ -11,6 +11,7 @@ from ._clock import IGNORED_MODULES, FakeClock
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine
 from ._match import MASKED, Matcher, Noise, compare
 from ._rebuild import rebuild_error, resolve_result_type
+from ._timepatch import lingering
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -24,6 +25,7 @@ __all__ = [
     "Normalize",
     "ReplayEngine",
     "compare",
+    "lingering",
     "rebuild_error",
     "resolve_result_type",
 ]

@@ -17,7 +17,7 @@ import datetime as _dt
 import math
 import operator
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from .._errors import UsageError
 from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL
@@ -74,7 +74,6 @@ class FakeClock:
         self._slept_ns = 0
         self._sleeps = 0
         self._holds = 0
-        self._undo: list[Callable[[], None]] = []
 
     # -- reads ------------------------------------------------------------------------
 
@@ -221,7 +220,7 @@ class FakeClock:
         Raises :class:`~sessiontape.UsageError` if a FakeClock is already installed or a
         freezegun ``freeze_time`` is active.
         """
-        self._undo = _timepatch.install(self)
+        _timepatch.install(self)
         return _Installation(self)
 
     def uninstall(self) -> None:
@@ -231,8 +230,7 @@ class FakeClock:
                 "this FakeClock is not installed; call uninstall() only after install() "
                 "and only once"
             )
-        undo, self._undo = self._undo, []
-        _timepatch.uninstall(self, undo)
+        _timepatch.uninstall(self)
 
     def __repr__(self) -> str:
         return (

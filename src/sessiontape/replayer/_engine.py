@@ -9,6 +9,9 @@ the final checks and builds the report (``_outcome.py``).
 
 from __future__ import annotations
 
+import functools
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -33,6 +36,28 @@ DEFAULT_LOOKAHEAD: Final = 8
 DEFAULT_ORDER_TIMEOUT: Final = 2.0
 #: ``finish()`` called without an outcome: nothing to compare.
 UNSET: Final[Any] = object()
+
+
+def _default_roots(extra: Mapping[str, str] | None) -> PathRoots:
+    """``PathRoots.default(extra)``, computed once per working directory, home, temp dir
+    and extra roots: finding the git checkout and resolving symlinks costs more than a
+    whole one-call replay, and a corpus replays many tapes from the same directory."""
+    named = tuple(sorted((name, os.fspath(path)) for name, path in (extra or {}).items()))
+    # HOME rather than expanduser("~"): the key only has to change when the home does.
+    return _roots_for(os.getcwd(), os.environ.get("HOME"), tempfile.gettempdir(), named)
+
+
+@functools.lru_cache(maxsize=64)
+def _roots_for(cwd: str, home: str, tmp: str, named: tuple[tuple[str, str], ...]) -> PathRoots:
+    # cwd, home and tmp are the key: PathRoots.default reads them itself.
+    return PathRoots.default(dict(named))
+
+
+@functools.lru_cache(maxsize=64)
+def _scrubber(roots: PathRoots, extra: tuple[Callable[[str], str], ...]) -> Scrubber:
+    """One scrubber per roots and hook scrubbers: its memo of scrubbed texts then serves
+    every replay of a corpus (scrubbing is a pure function of those two)."""
+    return Scrubber(roots, extra=extra)
 
 
 class ReplayEngine:
@@ -98,8 +123,8 @@ class ReplayEngine:
         return self._outcome.report
 
     def _set_roots(self, roots: Mapping[str, str] | PathRoots | None) -> None:
-        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
-        self.scrubber = Scrubber(self.roots, extra=self._scrubbers)
+        self.roots = roots if isinstance(roots, PathRoots) else _default_roots(roots)
+        self.scrubber = _scrubber(self.roots, self._scrubbers)
         self.codec = PayloadCodec(
             Level.FULL,
             scrub=self.scrubber.text,

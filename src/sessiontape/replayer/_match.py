@@ -7,6 +7,7 @@ placeholders), then noise masks blank the fields that legitimately differ betwee
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -125,16 +126,20 @@ class Noise:
         if isinstance(value, Noise):
             return value
         if isinstance(value, Mapping):
-            return cls(value.get("masks", ()), value.get("patterns", ()))
+            return _parsed(tuple(value.get("masks", ())), tuple(value.get("patterns", ())))
         if isinstance(value, str):
-            return cls([value])
-        return cls(value)
+            return _parsed((value,), ())
+        return _parsed(tuple(value), ())
 
     def __bool__(self) -> bool:
         return bool(self._masks or self._patterns)
 
     def __or__(self, other: Noise) -> Noise:
-        return Noise(self.masks + other.masks, self.patterns + other.patterns)
+        if not other.masks and not other.patterns:
+            return self
+        if not self.masks and not self.patterns:
+            return other
+        return _parsed(self.masks + other.masks, self.patterns + other.patterns)
 
     def __repr__(self) -> str:
         return f"Noise(masks={list(self.masks)!r}, patterns={list(self.patterns)!r})"
@@ -151,6 +156,13 @@ class Noise:
         for path in self._masks.get(boundary, ()):
             out = _mask(out, path)
         return out
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(masks: tuple[str, ...], patterns: tuple[str | tuple[str, str], ...]) -> Noise:
+    """A :class:`Noise`, parsed once per set of masks and patterns: a corpus replays every
+    tape with the same project-wide noise (a Noise is never changed once made)."""
+    return Noise(masks, patterns)
 
 
 def _substitute(value: Any, patterns: Sequence[tuple[re.Pattern[str], str]]) -> Any:

@@ -18,21 +18,29 @@ re-reads only modules that are new or changed.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import datetime as _dt
 import selectors
 import sys
 import threading
 import time as _time
-import types
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
 from .._time import NS_PER_S, REAL, naive_utc
+from ._copies import COPIES
 
-__all__ = ["IGNORED_MODULES", "VirtualClock", "active_clock", "install", "uninstall"]
+__all__ = [
+    "IGNORED_MODULES",
+    "VirtualClock",
+    "active_clock",
+    "install",
+    "lingering",
+    "uninstall",
+]
 
 #: Module prefixes that keep real time under install, on top of freezegun's own default
 #: ignore list (``threading``, ``queue``, ``multiprocessing``, ...). pytest's timer and
@@ -167,89 +175,7 @@ class _ClockTime:
         return naive_utc(self._clock.time_ns())
 
 
-# -- finding the copies -------------------------------------------------------------
-
-
-class _Copies:
-    """Where each loaded module holds a real time object, remembered per module.
-
-    A module's findings are kept with the size of its namespace and reused while that
-    size is unchanged; imports (``from time import sleep``) add names, so a module that
-    gains a copy is read again. Reassigning an existing name to a time function keeps
-    the size and is missed, as it is by freezegun's own cache.
-
-    When no module was imported or removed and no namespace changed size since the last
-    look (checked at C speed: one list comparison and a ``map(len, ...)``), the copies
-    found then are the answer, which keeps a replay's fixed cost to a few microseconds.
-    """
-
-    def __init__(self) -> None:
-        self._cache: dict[str, tuple[object, int, tuple[tuple[str, object], ...]]] = {}
-        self._key: tuple[frozenset[int], tuple[str, ...]] = (frozenset(), ())
-        # The last look: sys.modules' values, their namespaces and sizes, what was found.
-        self._modules: list[object] = []
-        self._namespaces: list[dict[str, Any]] = []
-        self._sizes: list[int] = []
-        self._found: list[tuple[types.ModuleType, str, object]] = []
-
-    def find(self, reals: dict[int, object]) -> list[tuple[types.ModuleType, str, object]]:
-        """``(module, attribute, real object)`` for every copy in a non-ignored module."""
-        key = (frozenset(reals), _ignore)
-        if key != self._key:  # other real objects or another ignore list: start afresh
-            self._cache.clear()
-            self._modules = []
-            self._key = key
-        modules: list[object] = list(sys.modules.values())
-        if modules == self._modules and list(map(len, self._namespaces)) == self._sizes:
-            return [c for c in self._found if c[0].__dict__.get(c[1]) is c[2]]
-        namespaces: list[dict[str, Any]] = []
-        found: list[tuple[types.ModuleType, str, object]] = []
-        cache = self._cache
-        for name, module in list(sys.modules.items()):
-            namespace = getattr(module, "__dict__", None)
-            if not isinstance(namespace, dict):
-                namespaces.append(_NO_NAMESPACE)
-                continue
-            namespaces.append(namespace)
-            size = len(namespace)
-            known = cache.get(name)
-            if known is not None and known[0] is module and known[1] == size:
-                copies = known[2]
-            else:
-                copies = self._read(name, namespace, reals)
-                cache[name] = (module, size, copies)
-            found.extend(
-                (module, attribute, real)
-                for attribute, real in copies
-                if namespace.get(attribute) is real
-            )
-        if len(namespaces) == len(modules):  # sys.modules did not change under us
-            self._modules, self._namespaces = modules, namespaces
-            self._sizes = list(map(len, namespaces))
-            self._found = found
-        else:
-            self._modules = []
-        return found
-
-    @staticmethod
-    def _read(
-        name: str, namespace: dict[str, Any], reals: dict[int, object]
-    ) -> tuple[tuple[str, object], ...]:
-        if name.startswith(_ignore) or name in ("time", "datetime") or name.endswith(".six.moves"):
-            return ()
-        # A snapshot: another thread may be importing into this module meanwhile.
-        items = list(namespace.items())
-        return tuple((attr, value) for attr, value in items if id(value) in reals)
-
-    def forget(self, names: set[str]) -> None:
-        """Drop what is known of ``names`` (modules imported while patched)."""
-        for name in names:
-            self._cache.pop(name, None)
-        self._modules = []
-
-
-_NO_NAMESPACE: Final[dict[str, Any]] = {}
-_COPIES: Final = _Copies()
+_REAL_MONOTONIC_NS: Final = REAL.monotonic_ns
 
 
 # -- asyncio --------------------------------------------------------------------------
@@ -275,19 +201,24 @@ def _asyncio_classes() -> tuple[type[Any], type[Any]]:
     return _loop_classes[1], _loop_classes[2]
 
 
-def _patch_asyncio(clock: VirtualClock, undo: list[Callable[[], None]]) -> None:
-    """Run asyncio loops on the clock, jumping to the next timer when there is nothing else
-    to do, and hold virtual time while an executor does work for a loop."""
+def _patch_asyncio(undo: list[Callable[[], None]]) -> None:
+    """Run asyncio loops on the active clock, jumping to the next timer when there is
+    nothing else to do, and hold virtual time while an executor does work for a loop.
+    With no clock active (the patch lingering between replays) loops keep real time."""
     loop_class, selector_class = _asyncio_classes()
     real_select = selector_class.select
     real_run_in_executor = loop_class.run_in_executor
 
     def loop_time(self: object) -> float:
-        return clock.monotonic_ns() / NS_PER_S
+        clock = _active
+        ns = clock.monotonic_ns() if clock is not None else _REAL_MONOTONIC_NS()
+        return ns / NS_PER_S
 
     def select(self: object, timeout: float | None = None) -> Any:
-        caller = sys._getframe(1).f_globals.get("__name__")
-        if timeout is None or timeout <= 0 or caller != "asyncio.base_events":
+        clock = _active
+        if clock is None or timeout is None or timeout <= 0:
+            return real_select(self, timeout)
+        if sys._getframe(1).f_globals.get("__name__") != "asyncio.base_events":
             return real_select(self, timeout)
         ready = real_select(self, 0)
         if ready:
@@ -302,6 +233,9 @@ def _patch_asyncio(clock: VirtualClock, undo: list[Callable[[], None]]) -> None:
 
     def run_in_executor(self: Any, executor: Any, func: Any, *args: Any) -> Any:
         future = real_run_in_executor(self, executor, func, *args)
+        clock = _active
+        if clock is None:
+            return future
         release = clock.hold()
         release.__enter__()
         future.add_done_callback(lambda _: release.__exit__(None, None, None))
@@ -325,18 +259,24 @@ def _set(target: object, name: str, value: object, undo: list[Callable[[], None]
 _UUID_CLOCKS: Final = ("_generate_time_safe", "_UuidCreate", "_last_timestamp")
 
 
-def _set_all(changes: list[tuple[object, str, object]], undo: list[Callable[[], None]]) -> None:
-    """Make each change, and add one undo step that reverts them all (in reverse order)."""
-    originals: list[tuple[object, str, object]] = []
+def _set_all(
+    changes: list[tuple[object, str, object]], undo: list[Callable[[], None]]
+) -> list[tuple[object, str, object, object]]:
+    """Make each change, and add one undo step that reverts them all (in reverse order).
+
+    Returns ``(object, name, new value, original)`` for each change made.
+    """
+    made: list[tuple[object, str, object, object]] = []
 
     def revert() -> None:
-        for target, name, original in reversed(originals):
+        for target, name, _, original in reversed(made):
             setattr(target, name, original)
 
     undo.append(revert)
     for target, name, value in changes:
-        originals.append((target, name, getattr(target, name)))
+        made.append((target, name, value, getattr(target, name)))
         setattr(target, name, value)
+    return made
 
 
 def _register_pickler(cls: type, pickler: Any, undo: list[Callable[[], None]]) -> None:
@@ -368,13 +308,22 @@ def _freezegun_ignore() -> tuple[str, ...]:
     return tuple(config.settings.default_ignore_list)
 
 
-def install(clock: VirtualClock) -> list[Callable[[], None]]:
-    """Patch the process onto ``clock``; return the steps that undo it.
+#: The steps undoing the process patch while it is applied (with or without a clock).
+_applied: list[Callable[[], None]] | None = None
+#: Whether asyncio's loop and selector classes are patched (asyncio may be imported later).
+_asyncio_patched = False
+#: Depth of :func:`lingering` blocks: the patch stays applied between clocks inside them.
+_linger = 0
+
+
+def install(clock: VirtualClock) -> None:
+    """Make ``clock`` the time of the process: apply the patch (unless it lingers from a
+    clock before) and point it at ``clock``.
 
     Raises :class:`UsageError` while another clock is installed or a freezegun
     ``freeze_time`` is active.
     """
-    global _active, _ignore
+    global _active, _applied, _asyncio_patched, _ignore
     from freezegun import api as fg
 
     from .._errors import UsageError
@@ -392,15 +341,81 @@ def install(clock: VirtualClock) -> list[Callable[[], None]]:
                 "through freezegun itself, so stop the freeze_time first, or drive this "
                 "FakeClock without install()"
             )
-        _ignore = IGNORED_MODULES + _freezegun_ignore()
-        undo: list[Callable[[], None]] = []
-        try:
-            _patch(clock, fg, undo)
-        except BaseException:
-            _run_undo(undo)
-            raise
+        if _applied is None:
+            _ignore = IGNORED_MODULES + _freezegun_ignore()
+            _dates.clear()
+            undo: list[Callable[[], None]] = []
+            try:
+                _patch(fg, undo)
+            except BaseException:
+                _run_undo(undo)
+                raise
+            _applied = undo
+            _asyncio_patched = False
+        else:  # lingering from a clock before: catch up and put the date classes back
+            _catch_up(fg)
+            _set_dates(fakes=True)
+        # Only a program that has imported asyncio can have event loops to run on the
+        # clock; importing it here would cost every replay of a program that never does.
+        if not _asyncio_patched and "asyncio" in sys.modules:
+            _patch_asyncio(_applied)
+            _asyncio_patched = True
+        # freezegun's FakeDatetime and FakeDate answer from its stacks: a factory reading
+        # this clock, no tz offset, the ignore list, no ticking.
+        factories: list[Any] = fg.freeze_factories  # ours quacks like freezegun's factories
+        factories.append(_ClockTime(clock))
+        fg.tz_offsets.append(_ZERO)
+        fg.ignore_lists.append(_ignore)
+        fg.tick_flags.append(False)
         _active = clock
-        return undo
+
+
+def uninstall(clock: VirtualClock) -> None:
+    """Stop ``clock`` being the time of the process; undo the patch, unless it lingers."""
+    global _active, _parked_modules
+    from freezegun import api as fg
+
+    with _lock:
+        if _active is not clock:
+            return
+        _active = None
+        for stack in (fg.freeze_factories, fg.tz_offsets, fg.ignore_lists, fg.tick_flags):
+            if stack:
+                stack.pop()
+        if not _linger:
+            _release_locked()
+        else:  # park: real date classes (freezegun's need a clock), the rest stays
+            _set_dates(fakes=False)
+            _parked_modules = len(sys.modules)
+
+
+def _release_locked() -> None:
+    global _applied
+    undo, _applied = _applied, None
+    if undo is not None:
+        _run_undo(undo)
+    _dates.clear()
+
+
+@contextlib.contextmanager
+def lingering() -> Iterator[None]:
+    """Keep the process patch applied between the clocks installed in the block.
+
+    Replaying one tape after another (a corpus), each replay then only points the patch
+    at its clock instead of applying and undoing it. Between replays the patched
+    functions give real time, and ``datetime.now()`` returns real time as freezegun's
+    ``FakeDatetime``; so linger only while no other code runs between the replays.
+    """
+    global _linger
+    with _lock:
+        _linger += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _linger -= 1
+            if not _linger and _active is None:
+                _release_locked()
 
 
 class _Plan:
@@ -438,22 +453,12 @@ class _Plan:
 _plan: _Plan | None = None
 
 
-def _patch(clock: VirtualClock, fg: Any, undo: list[Callable[[], None]]) -> None:
+def _patch(fg: Any, undo: list[Callable[[], None]]) -> None:
+    """Apply the process patch (everything but the clock it points at)."""
     global _plan
     if _plan is None or not _plan.current(fg):
         _plan = _Plan(fg)
     plan = _plan
-    # freezegun's FakeDatetime and FakeDate answer from its stacks: a factory reading this
-    # clock, no tz offset, the ignore list, no ticking.
-    stacks = (
-        (fg.freeze_factories, _ClockTime(clock)),
-        (fg.tz_offsets, _ZERO),
-        (fg.ignore_lists, _ignore),
-        (fg.tick_flags, False),
-    )
-    for stack, value in stacks:
-        stack.append(value)
-        undo.append(stack.pop)
     # Every attribute to replace, as (object, name, new value); set in one go below.
     changes: list[tuple[object, str, object]] = [
         # freezegun looks this many frames up for an ignored module in localtime/gmtime/
@@ -466,20 +471,45 @@ def _patch(clock: VirtualClock, fg: Any, undo: list[Callable[[], None]]) -> None
         *((uuid, name, None) for name in _UUID_CLOCKS if hasattr(uuid, name)),
     ]
     fake_of = plan.fake_of
-    changes += [(module, attr, fake_of[id(real)]) for module, attr, real in _COPIES.find(fake_of)]
-    _set_all(changes, undo)
+    changes += [
+        (module, attr, fake_of[id(real)]) for module, attr, real in COPIES.find(fake_of, _ignore)
+    ]
+    _note_dates(_set_all(changes, undo), fg)
     # Pickled real dates come back as freezegun's, as under freeze_time.
     _register_pickler(REAL.datetime, fg.pickle_fake_datetime, undo)
     _register_pickler(REAL.date, fg.pickle_fake_date, undo)
-    # Only a program that has imported asyncio can have event loops to run on the clock;
-    # importing it here would cost every replay of a program that never uses it.
-    if "asyncio" in sys.modules:
-        _patch_asyncio(clock, undo)
     names_at_start = list(sys.modules)
     undo.append(lambda: _restore_new_modules(names_at_start, plan.real_of))
 
 
 _ZERO: Final = _dt.timedelta(0)
+#: The changes that put freezegun's date classes in place, as (object, name, fake, real):
+#: undone while the patch lingers with no clock (freezegun's classes need its stacks).
+_dates: list[tuple[object, str, object, object]] = []
+#: How many modules were loaded when the patch was last parked.
+_parked_modules = 0
+
+
+def _note_dates(made: list[tuple[object, str, object, object]], fg: Any) -> None:
+    _dates.extend(c for c in made if c[2] is fg.FakeDatetime or c[2] is fg.FakeDate)
+
+
+def _set_dates(fakes: bool) -> None:
+    for target, name, fake, real in _dates:
+        setattr(target, name, fake if fakes else real)
+
+
+def _catch_up(fg: Any) -> None:
+    """Before pointing a lingering patch at a clock: patch the copies in modules imported
+    since it was parked (with the real date classes then in place, they took those)."""
+    if len(sys.modules) == _parked_modules or _plan is None or _applied is None:
+        return
+    fake_of = _plan.fake_of
+    changes: list[tuple[object, str, object]] = [
+        (module, attr, fake_of[id(real)]) for module, attr, real in COPIES.find(fake_of, _ignore)
+    ]
+    if changes:
+        _note_dates(_set_all(changes, _applied), fg)
 
 
 def _restore_new_modules(names_at_start: list[str], real_of: dict[int, object]) -> None:
@@ -495,13 +525,4 @@ def _restore_new_modules(names_at_start: list[str], real_of: dict[int, object]) 
             real = real_of.get(id(value))
             if real is not None:
                 namespace[attribute] = real
-    _COPIES.forget(new)
-
-
-def uninstall(clock: VirtualClock, undo: list[Callable[[], None]]) -> None:
-    """Undo :func:`install`, restoring every patched object exactly."""
-    global _active
-    with _lock:
-        if _active is clock:
-            _active = None
-        _run_undo(undo)
+    COPIES.forget(new)
