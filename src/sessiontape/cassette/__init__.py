@@ -11,6 +11,8 @@ from ._entries import (
     BOUNDARY_PROCESS,
     BOUNDARY_STORE,
     FORMAT_VERSION,
+    MAX_NS,
+    MAX_SEQ,
     AgentTurn,
     Blob,
     BoundaryKind,
@@ -22,6 +24,7 @@ from ._entries import (
     Payload,
     ProcessCall,
     SessionEnd,
+    SessionResume,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
@@ -31,7 +34,7 @@ from ._entries import (
 )
 from ._loader import is_cassette, load, loads, truncate_torn_tail
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
-from ._recording import Recording
+from ._recording import Recording, SeqGaps
 from ._writer import CassetteWriter, encode_entry
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "BOUNDARY_STORE",
     "DEFAULT_MAX_INLINE_BYTES",
     "FORMAT_VERSION",
+    "MAX_NS",
+    "MAX_SEQ",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -54,7 +59,9 @@ __all__ = [
     "PayloadCodec",
     "ProcessCall",
     "Recording",
+    "SeqGaps",
     "SessionEnd",
+    "SessionResume",
     "SessionStart",
     "StoreMutation",
     "StoreSnapshot",

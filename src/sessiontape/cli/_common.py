@@ -22,6 +22,7 @@ from ..cassette import (
     Entry,
     ProcessCall,
     Recording,
+    SeqGaps,
     StoreMutation,
     encode_entry,
 )
@@ -181,7 +182,13 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def seq_ranges(seqs: Iterable[int]) -> str:
-    """Sorted seqs as compact ranges: ``3-5, 9``."""
+    """Sorted seqs as compact ranges: ``3-5, 9``.
+
+    A :class:`~sessiontape.cassette.SeqGaps` (a tape's missing seqs) is read by its runs,
+    never seq by seq: the gaps of a damaged tape may be far larger than the tape.
+    """
+    if isinstance(seqs, SeqGaps):
+        return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in seqs.ranges())
     parts: list[str] = []
     run: list[int] = []
     for seq in sorted(seqs):

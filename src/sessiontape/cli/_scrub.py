@@ -30,6 +30,7 @@ from ..cassette import (
     ErrorInfo,
     ProcessCall,
     SessionEnd,
+    SessionResume,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
@@ -46,6 +47,7 @@ SUMMARY: Final = "redact secrets (and optionally paths) in a cassette"
 # How each recorded field is scrubbed; fields not named here are identifiers and timing.
 _FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
     SessionStart: (("entrypoint", "text"), ("config", "data")),
+    SessionResume: (("entrypoint", "text"), ("config", "data")),
     StoreSnapshot: (("data", "data"), ("error", "error")),
     ProcessCall: (
         ("argv", "argv"),

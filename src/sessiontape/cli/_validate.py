@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Container, Sequence
 from typing import Final
 
 import msgspec
 
 from .._errors import CassetteError
-from ..cassette import Blob, Entry, ProcessCall, Recording, load
+from ..cassette import Blob, Entry, ProcessCall, Recording, SeqGaps, load
 from ..report import format_ms
 from ..scrub import Scrubber
 from ._common import Progress, is_call, kind_of, plural, seq_ranges
@@ -58,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _seqs_are(seqs: list[int]) -> str:
+def _seqs_are(seqs: Sequence[int]) -> str:
     return f"seq {seqs[0]} is" if len(seqs) == 1 else f"seqs {seq_ranges(seqs)} are"
 
 
@@ -81,6 +82,20 @@ def _tape_findings(recording: Recording) -> list[Finding]:
             )
         )
     missing = recording.missing_seqs
+    if recording.resumes:
+        # Seqs missing before a run was resumed are the calls open when an earlier run
+        # stopped: a crash that was resumed from, not lost lines.
+        resumed_at = recording.resumes[-1].seq
+        earlier = SeqGaps((a, min(b, resumed_at)) for a, b in missing.ranges() if a < resumed_at)
+        missing = SeqGaps((max(a, resumed_at), b) for a, b in missing.ranges() if b > resumed_at)
+        if earlier:
+            found.append(
+                Finding(
+                    WARNING,
+                    f"{_seqs_are(earlier)} missing before seq {resumed_at}, where a later "
+                    "run resumed the tape: calls still open when the earlier run stopped.",
+                )
+            )
     if recording.crashed:
         found.append(
             Finding(
@@ -108,7 +123,7 @@ def _tape_findings(recording: Recording) -> list[Finding]:
     return found
 
 
-def _parent_finding(entry: Entry, recording: Recording, missing: set[int]) -> Finding | None:
+def _parent_finding(entry: Entry, recording: Recording, missing: Container[int]) -> Finding | None:
     parent = entry.parent
     if parent is None:
         return None
@@ -164,7 +179,7 @@ def _secret_findings(entry: Entry, scrubber: Scrubber) -> list[Finding]:
 def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
     """Every finding for a loaded cassette: the tape's own first, then entry by entry."""
     found = _tape_findings(recording)
-    missing = set(recording.missing_seqs)
+    missing = recording.missing_seqs  # looked up by bisection: never a set of all gaps
     scrubber = Scrubber(None)
     last_ts: dict[str, tuple[int, int]] = {}
     clock_warned: set[str] = set()
