@@ -32,10 +32,17 @@ from ._entries import (
     boundary_of,
     request_of,
 )
-from ._loader import is_cassette, load, loads, truncate_torn_tail
+from ._loader import is_cassette, load, loads
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
-from ._writer import CassetteWriter, encode_entry
+from ._writer import (
+    CassetteWriter,
+    beside,
+    encode_entry,
+    open_private,
+    set_aside_tail,
+    write_private_file,
+)
 
 __all__ = [
     "BOUNDARY_AGENT",
@@ -66,12 +73,15 @@ __all__ = [
     "StoreMutation",
     "StoreSnapshot",
     "Usage",
+    "beside",
     "boundary_of",
     "digest",
     "encode_entry",
     "is_cassette",
     "load",
     "loads",
+    "open_private",
     "request_of",
-    "truncate_torn_tail",
+    "set_aside_tail",
+    "write_private_file",
 ]

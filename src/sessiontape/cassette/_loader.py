@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import os
 import stat
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -24,7 +23,7 @@ from .._errors import CassetteError
 from ._entries import FORMAT_VERSION, Entry
 from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "load", "loads", "truncate_torn_tail"]
+__all__ = ["is_cassette", "load", "loads"]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
@@ -317,33 +316,3 @@ def _is_header(first: bytes) -> bool:
     except _BAD_LINE:
         return False
     return probe.get("kind") == "session_start"
-
-
-def truncate_torn_tail(path: Path) -> int:
-    """Cut a torn last line (no trailing newline) off ``path``; return bytes removed.
-
-    Appending to a cassette whose recorder crashed mid-line would otherwise glue the new
-    first line onto the torn one and corrupt it.
-    """
-    with open(path, "rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size == 0:
-            return 0
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return 0
-        block = 1 << 16
-        pos = size
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                keep = start + idx + 1
-                fh.truncate(keep)
-                return size - keep
-            pos = start
-        fh.truncate(0)
-        return size

@@ -39,6 +39,7 @@ from ..cassette import (
     Level,
     PayloadCodec,
     SessionEnd,
+    SessionResume,
     SessionStart,
 )
 from ..scrub import PathRoots, Scrubber, Unencodable, format_traceback, qualname, to_data
@@ -95,27 +96,35 @@ class Recorder:
         target = prepare(self.path, if_exists)
         #: Where ``if_exists="force"`` moved the previous cassette, if there was one.
         self.moved_to = target.moved_to
+        #: Where ``if_exists="append"`` set a torn last line aside, if there was one.
+        self.torn_to = target.torn_to
         self.run_id = target.run_id or uuid.uuid4().hex
         self._seq = itertools.count(target.first_seq)
-        appending = target.run_id is not None
-        self._writer = CassetteWriter(self.path, append=appending)
-        if not appending:
+        self._writer = CassetteWriter(self.path, fd=target.fd, disabled=target.failure)
+        header: dict[str, Any] = {
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "sessiontape_version": __version__,
+            "app_version": app_version,
+            "entrypoint": entrypoint if entrypoint is not None else default_entrypoint(),
+            "config": self.data(config, "config"),
+            "level": self.level.value,
+            "host": socket.gethostname(),
+        }
+        if target.run_id is None:
             self.write(
                 SessionStart(
                     **common_fields(self.open()),
+                    **header,
                     run_id=self.run_id,
-                    recorded_at=_dt.datetime.now(_dt.timezone.utc).isoformat(),
-                    sessiontape_version=__version__,
-                    app_version=app_version,
-                    entrypoint=entrypoint if entrypoint is not None else default_entrypoint(),
-                    config=self.data(config, "config"),
-                    level=self.level.value,
-                    host=socket.gethostname(),
                     platform=platform.platform(),
                     python=platform.python_version(),
                     roots=self.roots.as_dict(),
                 )
             )
+        else:
+            # A later run continues the tape: the marker says where, and the session it
+            # holds from here on is this run's (see Recording.end).
+            self.write(SessionResume(**common_fields(self.open()), **header))
 
     # -- the write path ---------------------------------------------------------------
 
@@ -195,7 +204,9 @@ class Recorder:
         """Write ``SessionEnd`` with ``outcome`` (JSON-ready data or a dataclass/Struct)."""
         if self._finished:
             return
-        if self._writer.active:
+        # The cassette deleted, moved or replaced during the run is noticed here at the
+        # latest: one warning, and no session_end written into a file nobody will read.
+        if self._writer.verify():
             opened = self.open()
             counts = dict(self._counts)
             counts["session_end"] = counts.get("session_end", 0) + 1
