@@ -560,7 +560,7 @@ def test_ten_minutes_of_sleeps_replay_instantly_reading_recorded_times(tmp_path:
     assert elapsed < 60
 
 
-def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) -> None:
+def test_recorded_types_are_resolved_only_when_registered(tmp_path: Path) -> None:
     from sessiontape.examples.gardener import StepResult as GardenerStep
 
     path = tmp_path / "types.jsonl"
@@ -576,17 +576,34 @@ def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) ->
         seen: list[Any] = [agent.execute("go")]
         try:
             agent.execute("boom")
-        except sessiontape.UsageError as exc:
+        except sessiontape.SessiontapeError as exc:
             seen.append(("raised", type(exc), str(exc)))
         return seen
 
     with sessiontape.record(path) as tape:
         recorded = wire(tape)
+    # A tape names types; replay never imports them: plain data and a ReplayedError.
     with sessiontape.replay(path) as tape:
-        # No result_type given: the recorded one is imported; the error's type too.
-        assert wire(tape) == recorded
-        assert type(recorded[0]) is GardenerStep
+        assert wire(tape) == [
+            {"state": "edited", "terminal": False, "payload": {"n": 1}, "usage": None},
+            (
+                "raised",
+                sessiontape.ReplayedError,
+                "sessiontape._errors.UsageError: bad request",
+            ),
+        ]
         assert tape.finish().ok
+    # Registered, both come back as themselves.
+    sessiontape.register_type(GardenerStep)
+    sessiontape.register_type(sessiontape.UsageError)
+    try:
+        with sessiontape.replay(path) as tape:
+            assert wire(tape) == recorded
+            assert type(recorded[0]) is GardenerStep
+            assert tape.finish().ok
+    finally:
+        sessiontape.unregister_type(GardenerStep)
+        sessiontape.unregister_type(sessiontape.UsageError)
 
 
 def test_an_unimportable_recorded_error_is_replayed_as_replayed_error() -> None:

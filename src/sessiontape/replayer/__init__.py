@@ -10,7 +10,13 @@ from ._align import Normalize
 from ._clock import IGNORED_MODULES, FakeClock
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine
 from ._match import MASKED, Matcher, Noise, compare
-from ._rebuild import rebuild_error, resolve_result_type
+from ._rebuild import (
+    rebuild_error,
+    register_type,
+    registered_type,
+    resolve_result_type,
+    unregister_type,
+)
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -25,5 +31,8 @@ __all__ = [
     "ReplayEngine",
     "compare",
     "rebuild_error",
+    "register_type",
+    "registered_type",
     "resolve_result_type",
+    "unregister_type",
 ]
