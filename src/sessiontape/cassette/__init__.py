@@ -32,7 +32,7 @@ from ._entries import (
     boundary_of,
     request_of,
 )
-from ._loader import is_cassette, load, loads
+from ._loader import is_cassette, line_numbers, load, loads
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
 from ._writer import (
@@ -78,6 +78,7 @@ __all__ = [
     "digest",
     "encode_entry",
     "is_cassette",
+    "line_numbers",
     "load",
     "loads",
     "open_private",

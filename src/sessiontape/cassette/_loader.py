@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
@@ -23,7 +24,7 @@ from .._errors import CassetteError
 from ._entries import FORMAT_VERSION, Entry
 from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "load", "loads"]
+__all__ = ["is_cassette", "line_numbers", "load", "loads"]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
@@ -165,9 +166,8 @@ def _decode_all(data: bytes, path: str) -> tuple[list[Entry], bool]:
             gc.enable()
 
 
-def _lines_holding(data: bytes, seq: int) -> list[int]:
-    """The numbers of the lines whose entry has ``seq`` (read again, for an error only)."""
-    found: list[int] = []
+def _line_seqs(data: bytes) -> Iterator[tuple[int, int]]:
+    """``(line number, seq)`` of every line of ``data`` whose seq can be read."""
     for index, line in enumerate(data.split(b"\n")):
         if not line.strip():
             continue
@@ -175,9 +175,19 @@ def _lines_holding(data: bytes, seq: int) -> list[int]:
             probe = _SEQ_DECODER.decode(line)
         except _BAD_LINE:
             continue
-        if probe.seq == seq and type(probe.seq) is int:
-            found.append(index + 1)
-    return found
+        if type(probe.seq) is int:
+            yield index + 1, probe.seq
+
+
+def _lines_holding(data: bytes, seq: int) -> list[int]:
+    """The numbers of the lines whose entry has ``seq`` (read again, for an error only)."""
+    return [lineno for lineno, found in _line_seqs(data) if found == seq]
+
+
+def line_numbers(path: str | os.PathLike[str]) -> dict[int, int]:
+    """The line of the cassette at ``path`` each seq is on (entries are loaded in seq
+    order, which is not the order of the lines): for messages that point into the file."""
+    return {seq: lineno for lineno, seq in _line_seqs(_read_regular_file(os.fspath(path)))}
 
 
 def _read_regular_file(name: str) -> bytes:

@@ -14,7 +14,7 @@ from typing import Any, Final, TextIO, TypeVar
 
 import msgspec
 
-from .._errors import SessiontapeError
+from .._errors import CassetteError, SessiontapeError
 from ..cassette import (
     AgentTurn,
     Call,
@@ -25,6 +25,7 @@ from ..cassette import (
     SeqGaps,
     StoreMutation,
     encode_entry,
+    load,
 )
 from ..report import describe
 
@@ -42,6 +43,7 @@ __all__ = [
     "format_relative",
     "is_call",
     "kind_of",
+    "load_each",
     "non_negative_int",
     "plural",
     "positive_int",
@@ -240,6 +242,19 @@ class CallTree:
             current = stack.pop()
             yield current
             stack.extend(self.children.get(current, ()))
+
+
+def load_each(paths: Iterable[str]) -> Iterator[tuple[str, Recording | None]]:
+    """Each path with its loaded recording, or ``None`` once the reason it cannot be read
+    has been printed (``sessiontape: error: PATH:LINE: ...``): for commands that look at
+    several cassettes and go on past an unreadable one (exit code 2 for it)."""
+    for path in paths:
+        try:
+            recording: Recording | None = load(path)
+        except CassetteError as exc:
+            print(f"sessiontape: error: {exc}", file=sys.stderr)
+            recording = None
+        yield path, recording
 
 
 def write_atomic(path: str, chunks: Iterable[bytes]) -> None:

@@ -10,60 +10,32 @@ then records what each placeholder stood for). Identifiers and timing are never 
 
 The output is written atomically (a temporary file, then a rename) with mode 0600, in seq
 order; a torn last line is dropped.
+
+With --check nothing is written: each secret still in a cassette is listed by file, line,
+seq and field, with its kind but never the secret itself, and the exit code is 1 when
+there is one, 0 when every cassette is clean and 2 when one cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any, Final
+import re
+from typing import Final
 
 import msgspec
 
 from .. import _hooks
-from ..cassette import (
-    AgentTurn,
-    Blob,
-    Call,
-    Entry,
-    Error,
-    ErrorInfo,
-    ProcessCall,
-    SessionEnd,
-    SessionResume,
-    SessionStart,
-    StoreMutation,
-    StoreSnapshot,
-    load,
-)
+from ..cassette import Entry, SessionStart, line_numbers, load
 from ..report import FieldDiff, diff_values_counted
-from ..scrub import PathRoots, Scrubber
-from ._common import CommandError, Progress, plural, write_entries
+from ..scrub import PathRoots, Scrubber, scrub_fields
+from ._common import CommandError, Progress, load_each, plural, write_entries
 
-__all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry"]
+__all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry", "secret_kinds"]
 
-SUMMARY: Final = "redact secrets (and optionally paths) in a cassette"
+SUMMARY: Final = "redact secrets (and optionally paths) in a cassette, or --check for them"
 
-# How each recorded field is scrubbed; fields not named here are identifiers and timing.
-_FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
-    SessionStart: (("entrypoint", "text"), ("config", "data")),
-    SessionResume: (("entrypoint", "text"), ("config", "data")),
-    StoreSnapshot: (("data", "data"), ("error", "error")),
-    ProcessCall: (
-        ("argv", "argv"),
-        ("cwd", "text"),
-        ("env", "env"),
-        ("input", "payload"),
-        ("stdout", "payload"),
-        ("stderr", "payload"),
-        ("spawn_error", "error"),
-    ),
-    AgentTurn: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    StoreMutation: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    Call: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    Error: (("message", "text"), ("traceback", "text")),
-    SessionEnd: (("outcome", "data"),),
-}
+# Changed values named per entry by --check; the rest are counted.
+_SHOWN_PER_ENTRY: Final = 10
 
 
 class ScrubbedEntry(msgspec.Struct, frozen=True):
@@ -74,50 +46,28 @@ class ScrubbedEntry(msgspec.Struct, frozen=True):
     changed: int
 
 
-def _scrub_error(info: ErrorInfo, scrubber: Scrubber) -> ErrorInfo:
-    traceback = scrubber.text(info.traceback) if info.traceback is not None else None
-    return msgspec.structs.replace(info, message=scrubber.text(info.message), traceback=traceback)
-
-
-def _scrub_payload(payload: str | Blob, scrubber: Scrubber) -> str | Blob:
-    # A Blob holds bytes that are not UTF-8 text, or only a digest: nothing to read.
-    return scrubber.text(payload) if isinstance(payload, str) else payload
-
-
-def _scrubbers(scrubber: Scrubber) -> dict[str, Callable[[Any], Any]]:
-    return {
-        "text": scrubber.text,
-        "argv": scrubber.argv,
-        "env": scrubber.env,
-        "data": scrubber.data,
-        "payload": lambda value: _scrub_payload(value, scrubber),
-        "error": lambda value: _scrub_error(value, scrubber),
-    }
-
-
 def scrub_entry(entry: Entry, scrubber: Scrubber, *, limit: int = 20) -> ScrubbedEntry:
     """``entry`` with every recorded value scrubbed, and which values that changed.
 
-    ``changes`` holds the first ``limit`` changed values (path, old, new), ``changed``
-    counts them all. ``validate`` uses the same function to find values still holding
-    secrets, so both commands always agree on what a secret is.
+    The fields and how each is scrubbed are the recorder's own (``scrub.scrub_fields``, the
+    function every entry goes through before it is written). ``changes`` holds the first
+    ``limit`` changed values (path, old, new), ``changed`` counts them all. ``validate``
+    and ``scrub --check`` use it to find values still holding secrets, so every command
+    agrees with the recorder on what a secret is.
     """
-    how = _scrubbers(scrubber)
-    replaced: dict[str, Any] = {}
-    changes: list[FieldDiff] = []
-    changed = 0
-    for field, kind in _FIELDS[type(entry)]:
-        old = getattr(entry, field)
-        if old is None:
-            continue
-        new = how[kind](old)
-        if new != old:
-            replaced[field] = new
-            diffs, count = diff_values_counted(old, new, field, limit=max(0, limit - changed))
-            changes += diffs
-            changed += count
+    replaced = scrub_fields(entry, scrubber)
     if not replaced:
         return ScrubbedEntry(entry, [], 0)
+    changes: list[FieldDiff] = []
+    changed = 0
+    for field, new in replaced.items():
+        old = getattr(entry, field)
+        diffs, count = diff_values_counted(
+            msgspec.to_builtins(old), msgspec.to_builtins(new), field,
+            limit=max(0, limit - changed),
+        )  # fmt: skip
+        changes += diffs
+        changed += count
     return ScrubbedEntry(msgspec.structs.replace(entry, **replaced), changes, changed)
 
 
@@ -131,10 +81,17 @@ def _root(text: str) -> tuple[str, str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``scrub`` options."""
-    parser.add_argument("path", metavar="PATH", help="the cassette to scrub")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="the cassette to scrub (several with --check)"
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="OUT", help="write the scrubbed cassette here")
     where.add_argument("--in-place", action="store_true", help="replace PATH itself")
+    where.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a cassette holds a secret (listing where, never what)",
+    )
     parser.add_argument(
         "--roots",
         nargs="+",
@@ -159,8 +116,62 @@ def _header_roots(header: SessionStart, roots: PathRoots) -> dict[str, str]:
     return merged
 
 
+_MARK: Final = re.compile(r"\[REDACTED(?::([\w-]+))?\]")
+
+
+def secret_kinds(change: FieldDiff) -> list[str]:
+    """The kinds of secret a scrubbed value gained (``github``, ``secret name``...)."""
+    before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
+    after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
+    return sorted({kind or "secret name" for kind in after if kind not in before})
+
+
+def _check(paths: list[str], scrubber: Scrubber) -> int:
+    """``scrub --check``: where secrets are, per file, line, seq and field; never the secret."""
+    status = 0
+    for path, recording in load_each(paths):
+        if recording is None:
+            status = 2
+            continue
+        found = entries = 0
+        lines: dict[int, int] | None = None
+        for entry in Progress("scrub", len(recording.entries)).iter(recording.entries):
+            scrubbed = scrub_entry(entry, scrubber, limit=_SHOWN_PER_ENTRY)
+            if not scrubbed.changed:
+                continue
+            if lines is None:
+                lines = line_numbers(path)
+            entries += 1
+            found += scrubbed.changed
+            where = f"{path}:{lines.get(entry.seq, '?')}: seq {entry.seq}"
+            for change in scrubbed.changes:
+                kinds = ", ".join(secret_kinds(change)) or "secret"
+                print(f"{where}: {change.path} holds a secret ({kinds}).")
+            if scrubbed.changed > len(scrubbed.changes):
+                print(f"{where}: ... and {scrubbed.changed - len(scrubbed.changes)} more.")
+        if found:
+            status = max(status, 1)
+            print(
+                f"{path}: {plural(found, 'secret')} in {plural(entries, 'entry', 'entries')}. "
+                f"Run 'sessiontape scrub --in-place {path}', and rotate the secrets."
+            )
+        else:
+            print(f"{path}: no secrets found.")
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape scrub``."""
+    if args.check:
+        if args.roots:
+            raise CommandError("--roots rewrites paths; it has no meaning with --check.")
+        return _check(args.paths, Scrubber(None, extra=_hooks.scrub_functions()))
+    if len(args.paths) != 1:
+        raise CommandError(
+            f"-o/--in-place scrub one cassette at a time, got {len(args.paths)}; give one "
+            "PATH, or use --check to look at several."
+        )
+    args.path = args.paths[0]
     recording = load(args.path)
     roots = PathRoots(dict(args.roots)) if args.roots else None
     scrubber = Scrubber(roots, extra=_hooks.scrub_functions())

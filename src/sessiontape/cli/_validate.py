@@ -12,19 +12,16 @@ checked when the file is read.
 from __future__ import annotations
 
 import argparse
-import re
-import sys
 from collections.abc import Container, Sequence
 from typing import Final
 
 import msgspec
 
-from .._errors import CassetteError
-from ..cassette import Blob, Entry, ProcessCall, Recording, SeqGaps, load
+from ..cassette import Blob, Entry, ProcessCall, Recording, SeqGaps
 from ..report import format_ms
 from ..scrub import Scrubber
-from ._common import Progress, is_call, kind_of, plural, seq_ranges
-from ._scrub import scrub_entry
+from ._common import Progress, is_call, kind_of, load_each, plural, seq_ranges
+from ._scrub import scrub_entry, secret_kinds
 
 __all__ = ["SUMMARY", "Finding", "add_arguments", "check", "run"]
 
@@ -37,8 +34,6 @@ WARNING: Final = "warning"
 _SHOWN_PAYLOADS: Final = 5
 # Secret values named per entry; the rest are counted.
 _SHOWN_SECRETS: Final = 10
-
-_MARK: Final = re.compile(r"\[REDACTED(?::([\w-]+))?\]")
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -158,9 +153,7 @@ def _secret_findings(entry: Entry, scrubber: Scrubber) -> list[Finding]:
     scrubbed = scrub_entry(entry, scrubber, limit=_SHOWN_SECRETS)
     found: list[Finding] = []
     for change in scrubbed.changes:
-        before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
-        after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
-        kinds = sorted({kind or "secret name" for kind in after if kind not in before})
+        kinds = secret_kinds(change)
         what = f" ({', '.join(kinds)})" if kinds else ""
         found.append(
             Finding(
@@ -226,11 +219,8 @@ def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
 def run(args: argparse.Namespace) -> int:
     """``sessiontape validate``."""
     status = 0
-    for path in args.paths:
-        try:
-            recording = load(path)
-        except CassetteError as exc:
-            print(f"sessiontape: error: {exc}", file=sys.stderr)
+    for path, recording in load_each(args.paths):
+        if recording is None:
             status = 2
             continue
         findings = check(recording, secrets=not args.no_secrets_check)

@@ -42,7 +42,15 @@ from ..cassette import (
     SessionResume,
     SessionStart,
 )
-from ..scrub import PathRoots, Scrubber, Unencodable, format_traceback, qualname, to_data
+from ..scrub import (
+    PathRoots,
+    Scrubber,
+    Unencodable,
+    format_traceback,
+    qualname,
+    scrub_entry,
+    to_data,
+)
 from ._target import IF_EXISTS, IfExists, default_entrypoint, prepare
 
 __all__ = ["COMMON_FIELDS", "Opened", "Recorder", "common_fields"]
@@ -159,9 +167,15 @@ class Recorder:
         return _mono_ns() - opened[2]
 
     def write(self, entry: Entry) -> None:
-        """Append ``entry`` to the cassette (one flushed line; thread-safe)."""
+        """Append ``entry`` to the cassette (one flushed line; thread-safe).
+
+        Every entry is scrubbed here, whatever built it: the one place on the write path
+        where redaction happens (values a boundary scrubbed already are recognised).
+        """
+        if not self._writer.active:
+            return
         self._counts[entry.__struct_config__.tag] += 1  # type: ignore[index]
-        self._writer.write(entry)
+        self._writer.write(scrub_entry(entry, self.scrubber))
 
     def warn_once(self, key: str, message: str) -> None:
         """Emit ``message`` as a :class:`RecordingWarning`, once per ``key``."""
@@ -195,8 +209,8 @@ class Recorder:
             Error(
                 **common_fields(self.open()),
                 type=qualname(type(exc)),
-                message=self.scrubber.text(str(exc)),
-                traceback=self.scrubber.text(trace),
+                message=str(exc),
+                traceback=trace,
             )
         )
 
