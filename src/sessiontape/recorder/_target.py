@@ -121,7 +121,18 @@ def _move_aside(path: Path) -> Target:
             failure=f"the existing cassette could not be moved aside to {target.name} "
             f"({exc.strerror or exc}); it was left as it was"
         )
+    _make_private(target)
     return Target(moved_to=target)
+
+
+def _make_private(path: Path) -> None:
+    """Mode 0600 for a cassette moved aside (one written before cassettes were private)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
 
 
 def _reuse_empty(path: Path, info: os.stat_result) -> Target:
