@@ -12,7 +12,7 @@ and comes with a reader for the previous version.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -55,6 +55,8 @@ MAX_SEQ: Final = 2**53 - 1
 #: the tape is loaded, never later inside the application's own call.
 MAX_NS: Final = 2**63 - 1
 
+#: A recording level as written in a header (see ``Level``), checked by the decoder.
+LevelName = Literal["minimal", "standard", "full"]
 #: A seq: 0 to :data:`MAX_SEQ`, checked by the decoder.
 Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
 #: A timestamp or duration in ns: 0 to :data:`MAX_NS`, checked by the decoder.
@@ -133,7 +135,7 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     app_version: str | None = None
     entrypoint: str | None = None
     config: Any = None
-    level: str = "full"
+    level: LevelName = "full"
     host: str = ""
     platform: str = ""
     python: str = ""
@@ -231,7 +233,7 @@ class SessionResume(_Entry, frozen=True, kw_only=True, tag="session_resume"):
     app_version: str | None = None
     entrypoint: str | None = None
     config: Any = None
-    level: str = "full"
+    level: LevelName = "full"
     host: str = ""
 
 
