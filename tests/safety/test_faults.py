@@ -143,3 +143,18 @@ def test_an_unreadable_cassette_to_append_to(
         "it (Permission denied). The application goes on unrecorded."
     ]
     assert path.read_bytes() == _faults.sessiontape_tape()
+
+
+def test_changing_directory_during_the_run_is_not_a_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = iter(range(0, 10**15, 10**9))  # every write checks the path
+    monkeypatch.setattr("sessiontape.cassette._writer._mono_ns", lambda: next(ticks))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with sessiontape.record("run.jsonl") as tape:  # a relative path
+        runner = tape.process_runner(_faults.Runner())
+        runner.run(["echo", "1"])
+        os.chdir(tmp_path / "elsewhere")
+        runner.run(["echo", "2"])
+    assert not sessiontape.load(tmp_path / "run.jsonl").crashed

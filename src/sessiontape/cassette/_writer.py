@@ -160,6 +160,8 @@ class CassetteWriter:
         disabled: str | None = None,
     ) -> None:
         self.path = Path(path)
+        # Checked by its absolute form: the application may change directory meanwhile.
+        self._where = os.path.abspath(path)
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
@@ -236,7 +238,7 @@ class CassetteWriter:
                 f"the {self.lines} line(s) written before went with it",
             )
         try:
-            info = os.lstat(self.path)
+            info = os.lstat(self._where)
         except FileNotFoundError:
             return (
                 "the cassette was moved away during the run (it, or its directory)",
