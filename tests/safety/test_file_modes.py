@@ -7,6 +7,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,7 +97,23 @@ def test_everything_the_commands_write_is_private(
 
 
 def test_the_demo_copy_of_a_tape_is_private(tmp_path: Path) -> None:
-    from sessiontape.cli._demo import _alter
+    import importlib
+
+    import sessiontape.cli
+
+    had = "sessiontape.cli._demo" in sys.modules
+    try:
+        _alter = importlib.import_module("sessiontape.cli._demo")._alter
+        check_demo_copy(_alter, tmp_path)
+    finally:
+        if not had:  # the CLI imports the demo only when asked: leave it as it was
+            sys.modules.pop("sessiontape.cli._demo", None)
+            if hasattr(sessiontape.cli, "_demo"):
+                delattr(sessiontape.cli, "_demo")
+
+
+def check_demo_copy(_alter: Any, tmp_path: Path) -> None:
+    """The demo's altered copy of a recorded tape is 0600."""
 
     class Echo:
         def run(self, argv: list[str], **kwargs: object) -> sessiontape.ProcessResult:
