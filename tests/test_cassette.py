@@ -26,7 +26,7 @@ from sessiontape import (
     StoreSnapshot,
     Usage,
 )
-from sessiontape.cassette import CassetteWriter, encode_entry, truncate_torn_tail
+from sessiontape.cassette import CassetteWriter, encode_entry, set_aside_tail
 
 COMMON = {"ts_ns": 1_700_000_000_000_000_000, "mono_ns": 5_000, "worker": "w-1", "thread": "T"}
 
@@ -254,9 +254,16 @@ def test_sixteen_threads_give_gapless_unique_seqs_and_whole_lines(tmp_path: Path
         assert all(e.stdout == f"out {i}-{n}" for n, e in enumerate(mine))
 
 
-def test_truncate_torn_tail(tmp_path: Path) -> None:
+def test_set_aside_tail_keeps_the_tail_in_a_private_file(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_bytes(b"line1\nline2\npartial")
-    assert truncate_torn_tail(path) == len(b"partial")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        aside = set_aside_tail(fd, path, 12, b"partial")
+    finally:
+        os.close(fd)
     assert path.read_bytes() == b"line1\nline2\n"
-    assert truncate_torn_tail(path) == 0
+    assert aside.parent == tmp_path
+    assert aside.name.startswith("c.jsonl.torn.")
+    assert aside.read_bytes() == b"partial"
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o600

@@ -350,7 +350,13 @@ def test_append_resumes_seq_after_a_torn_crash(tmp_path: Path) -> None:
     with sessiontape.record(path, if_exists="append") as tape:
         tape.process_runner().run([PY, "-c", "print(2)"])
     rec = sessiontape.load(path)
-    assert [e.seq for e in rec.entries] == [0, 1, 2, 3]
+    # The torn line is set aside beside the tape; the resumed run starts with a marker.
+    (aside,) = tmp_path.glob("c.jsonl.torn.*")
+    assert aside.read_bytes() == lines[-1][:10]
+    assert [(e.seq, type(e).__name__) for e in rec.entries] == [
+        (0, "SessionStart"), (1, "ProcessCall"), (2, "SessionResume"), (3, "ProcessCall"),
+        (4, "SessionEnd"),
+    ]  # fmt: skip
     assert not rec.crashed
     assert [e.stdout for e in rec.entries_for("process")] == ["1\n", "2\n"]
 

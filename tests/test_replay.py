@@ -560,7 +560,7 @@ def test_ten_minutes_of_sleeps_replay_instantly_reading_recorded_times(tmp_path:
     assert elapsed < 60
 
 
-def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) -> None:
+def test_recorded_types_are_resolved_only_when_registered(tmp_path: Path) -> None:
     from sessiontape.examples.gardener import StepResult as GardenerStep
 
     path = tmp_path / "types.jsonl"
@@ -576,17 +576,37 @@ def test_recorded_types_are_resolved_by_their_qualified_names(tmp_path: Path) ->
         seen: list[Any] = [agent.execute("go")]
         try:
             agent.execute("boom")
-        except sessiontape.UsageError as exc:
+        except sessiontape.SessiontapeError as exc:
             seen.append(("raised", type(exc), str(exc)))
         return seen
 
     with sessiontape.record(path) as tape:
         recorded = wire(tape)
+    # A tape names types; replay never imports them: plain data and a ReplayedError.
     with sessiontape.replay(path) as tape:
-        # No result_type given: the recorded one is imported; the error's type too.
-        assert wire(tape) == recorded
-        assert type(recorded[0]) is GardenerStep
+        assert wire(tape) == [
+            {
+                "state": "edited",
+                "terminal": False,
+                "payload": {"n": 1},
+                "usage": None,
+                "model": None,
+                "provider": None,
+            },
+            ("raised", sessiontape.ReplayedError, "sessiontape.UsageError: bad request"),
+        ]
         assert tape.finish().ok
+    # Registered, both come back as themselves.
+    sessiontape.register_type(GardenerStep)
+    sessiontape.register_type(sessiontape.UsageError)
+    try:
+        with sessiontape.replay(path) as tape:
+            assert wire(tape) == recorded
+            assert type(recorded[0]) is GardenerStep
+            assert tape.finish().ok
+    finally:
+        sessiontape.unregister_type(GardenerStep)
+        sessiontape.unregister_type(sessiontape.UsageError)
 
 
 def test_an_unimportable_recorded_error_is_replayed_as_replayed_error() -> None:
@@ -600,3 +620,35 @@ def test_an_unimportable_recorded_error_is_replayed_as_replayed_error() -> None:
     )
     assert isinstance(missing, FileNotFoundError)
     assert (missing.errno, missing.filename) == (2, "x")
+
+
+def test_a_store_error_holding_a_secret_replays_without_a_mismatch(tmp_path: Path) -> None:
+    # The recorded message is redacted; today's must be too before they are compared.
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+    class Queue:
+        def __init__(self, items: list[str]) -> None:
+            self.items = list(items)
+
+        def snapshot(self) -> list[str]:
+            return list(self.items)
+
+        def push(self, item: str) -> str:
+            raise ValueError(f"push refused for token {token}")
+
+    def wire(tape: sessiontape.Tape) -> str:
+        store = tape.store(Queue([]), mutations=["push"], snapshot=Queue.snapshot, factory=Queue)
+        try:
+            store.push("x")
+        except ValueError as exc:
+            return str(exc)
+        return "no error"
+
+    path = tmp_path / "store-error.jsonl"
+    with sessiontape.record(path) as tape:
+        wire(tape)
+    assert token not in path.read_text(encoding="utf-8")
+    with sessiontape.replay(path) as tape:
+        assert wire(tape) == f"push refused for token {token}"
+        report = tape.finish()
+    assert report.ok, report.render()

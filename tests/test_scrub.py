@@ -258,7 +258,9 @@ def test_non_secrets_are_untouched(text: str) -> None:
         pytest.param(
             '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEv\\n-----END PRIVATE KEY-----\\n",'
             ' "client_email": "bot@example.com"}',
-            '{"private_key": "[REDACTED]", "client_email": "bot@example.com"}',
+            # A PEM key is left to the private-key shape even under a secret name.
+            '{"private_key": "-----BEGIN PRIVATE KEY-----\\n[REDACTED:private-key]\\n'
+            '-----END PRIVATE KEY-----\\n", "client_email": "bot@example.com"}',
             id="json-secret-key",
         ),
         pytest.param(

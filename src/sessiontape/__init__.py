@@ -50,7 +50,7 @@ from .cassette import (
     load,
     loads,
 )
-from .replayer import FakeClock, Noise
+from .replayer import FakeClock, Noise, register_type, unregister_type
 from .report import FieldDiff, Mismatch, MismatchKind, ReplayMismatch, ReplayReport
 from .scrub import PathRoots, Scrubber
 from .tape import Mode, ReplayTape, Tape
@@ -111,6 +111,8 @@ __all__ = [
     "loads",
     "record",
     "record_path",
+    "register_type",
     "replay",
+    "unregister_type",
     "worker",
 ]

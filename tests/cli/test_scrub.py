@@ -89,7 +89,7 @@ def test_scrub_refuses_to_redefine_a_placeholder(
 def test_scrub_usage_errors(cli: Cli, cassette: Path, tmp_path: Path) -> None:
     neither = cli("scrub", cassette)
     assert neither.code == 2
-    assert "one of the arguments -o/--output --in-place is required" in neither.err
+    assert "one of the arguments -o/--output --in-place --check is required" in neither.err
     relative = cli("scrub", cassette, "-o", tmp_path / "x.jsonl", "--roots", "repo=src")
     assert relative.code == 2
     assert relative.err.startswith(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -27,6 +28,8 @@ def test_reports_every_replay(project: Project, run: Run, xdist: tuple[str, ...]
 
     result = run(*xdist, "--sessiontape-report=out/replays.json")
     result.assert_outcomes(passed=2, failed=1)
+    # Recorded data: readable by its owner only, whatever the umask.
+    assert stat.S_IMODE((project.path / "out/replays.json").stat().st_mode) == 0o600
     reports = load_reports(project)
     assert [r["nodeid"] for r in reports] == [
         "corpus/bad.jsonl::bad",

@@ -26,7 +26,6 @@ from ._process import (
     RecordingRunner,
     env_delta,
     record_process,
-    scrub_env,
 )
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
@@ -62,5 +61,4 @@ __all__ = [
     "replaying_popen",
     "replaying_store",
     "reporting_thread_errors",
-    "scrub_env",
 ]

@@ -33,7 +33,6 @@ __all__ = [
     "env_delta",
     "record_outcome",
     "record_process",
-    "scrub_env",
 ]
 
 #: Set while a recorded runner call runs, so a patched ``Popen`` under it is not
@@ -73,16 +72,6 @@ def env_delta(env: Mapping[Any, Any] | None) -> dict[str, str | None] | None:
     return delta
 
 
-def scrub_env(scrubber: Any, env: Mapping[str, str | None]) -> dict[str, str | None]:
-    """An environment (or its delta: ``None`` marks a removed variable) scrubbed."""
-    present = {k: v for k, v in env.items() if v is not None}
-    scrubbed: dict[str, str | None] = dict(scrubber.env(present))
-    for key, value in env.items():
-        if value is None:
-            scrubbed[key] = None
-    return scrubbed
-
-
 # -- record side ----------------------------------------------------------------------
 
 
@@ -118,9 +107,7 @@ def record_process(
             **common_fields(opened),
             argv=scrub.argv([os.fsdecode(a) for a in argv]),
             cwd=scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            env=scrub_env(scrub, env)
-            if env is not None and rec.level is not Level.MINIMAL
-            else None,
+            env=scrub.env(env) if env is not None and rec.level is not Level.MINIMAL else None,
             input=codec.encode(input),
             text=text,
             timeout=timeout,
@@ -349,7 +336,7 @@ class ProcessReplay:
         request = {
             "argv": scrub.argv([os.fsdecode(a) for a in argv]),
             "cwd": scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            "env": scrub_env(scrub, env) if env is not None else None,
+            "env": scrub.env(env) if env is not None else None,
             "input": deferred
             if deferred is not UNKNOWN_INPUT
             else engine.codec.comparable(input, head.input if head is not None else None),

@@ -12,6 +12,8 @@ from ._entries import (
     BOUNDARY_STORE,
     ENV_DELTA_SINCE,
     FORMAT_VERSION,
+    MAX_NS,
+    MAX_SEQ,
     AgentTurn,
     Blob,
     BoundaryKind,
@@ -24,6 +26,7 @@ from ._entries import (
     Payload,
     ProcessCall,
     SessionEnd,
+    SessionResume,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
@@ -32,11 +35,18 @@ from ._entries import (
     process_payloads,
     request_of,
 )
-from ._loader import is_cassette, load, loads, truncate_torn_tail
+from ._loader import is_cassette, line_numbers, load, loads
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
-from ._recording import Recording
+from ._recording import Recording, SeqGaps
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
-from ._writer import CassetteWriter, encode_entry
+from ._writer import (
+    CassetteWriter,
+    beside,
+    encode_entry,
+    open_private,
+    set_aside_tail,
+    write_private_file,
+)
 
 __all__ = [
     "BOUNDARY_AGENT",
@@ -45,6 +55,8 @@ __all__ = [
     "DEFAULT_MAX_INLINE_BYTES",
     "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
+    "MAX_NS",
+    "MAX_SEQ",
     "SIDECAR_SUFFIX",
     "AgentTurn",
     "Blob",
@@ -61,20 +73,26 @@ __all__ = [
     "PayloadCodec",
     "ProcessCall",
     "Recording",
+    "SeqGaps",
     "SessionEnd",
+    "SessionResume",
     "SessionStart",
     "Sidecar",
     "StoreMutation",
     "StoreSnapshot",
     "Usage",
+    "beside",
     "boundary_of",
     "digest",
     "encode_entry",
     "is_cassette",
+    "line_numbers",
     "load",
     "loads",
+    "open_private",
     "process_payloads",
     "request_of",
+    "set_aside_tail",
     "sidecar_dir",
-    "truncate_torn_tail",
+    "write_private_file",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -23,6 +23,8 @@ __all__ = [
     "BOUNDARY_STORE",
     "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
+    "MAX_NS",
+    "MAX_SEQ",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -35,6 +37,7 @@ __all__ = [
     "Payload",
     "ProcessCall",
     "SessionEnd",
+    "SessionResume",
     "SessionStart",
     "StoreMutation",
     "StoreSnapshot",
@@ -49,6 +52,23 @@ __all__ = [
 FORMAT_VERSION: Final = 2
 #: The first format version whose ``ProcessCall.env`` is a delta.
 ENV_DELTA_SINCE: Final = 2
+
+#: The largest seq a cassette may hold: the largest integer a JSON reader (the viewer's
+#: JavaScript) holds exactly. At a million calls a second a session reaches it in 285 years;
+#: a larger seq is an edited or damaged line, refused by the loader with its line number.
+MAX_SEQ: Final = 2**53 - 1
+#: The largest timestamp or duration in ns: a signed 64-bit integer (the year 2262 as a
+#: wall time). Together with the lower bound of 0 it keeps every recorded time inside
+#: what a ``datetime`` and the replay clock can hold, so an absurd line is refused when
+#: the tape is loaded, never later inside the application's own call.
+MAX_NS: Final = 2**63 - 1
+
+#: A recording level as written in a header (see ``Level``), checked by the decoder.
+LevelName = Literal["minimal", "standard", "full"]
+#: A seq: 0 to :data:`MAX_SEQ`, checked by the decoder.
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
+#: A timestamp or duration in ns: 0 to :data:`MAX_NS`, checked by the decoder.
+Nanos = Annotated[int, msgspec.Meta(ge=0, le=MAX_NS)]
 
 BOUNDARY_PROCESS: Final = "process"
 BOUNDARY_AGENT: Final = "agent"
@@ -118,12 +138,12 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
 class _Entry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     """Fields every entry carries."""
 
-    seq: int
-    ts_ns: int
-    mono_ns: int
+    seq: Seq
+    ts_ns: Nanos
+    mono_ns: Nanos
     worker: str = "main"
     thread: str = "MainThread"
-    parent: int | None = None
+    parent: Seq | None = None
 
 
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
@@ -136,7 +156,7 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     app_version: str | None = None
     entrypoint: str | None = None
     config: Any = None
-    level: str = "full"
+    level: LevelName = "full"
     host: str = ""
     platform: str = ""
     python: str = ""
@@ -183,7 +203,7 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     stderr: Payload = None
     timed_out: bool = False
     spawn_error: ErrorInfo | None = None
-    duration_ns: int = 0
+    duration_ns: Nanos = 0
     chunks: list[Chunk] | None = None
     polls: int = 0
     timeouts: int = 0
@@ -202,7 +222,7 @@ class AgentTurn(_Entry, frozen=True, kw_only=True, tag="agent_turn"):
     result_type: str | None = None
     usage: Usage | None = None
     error: ErrorInfo | None = None
-    duration_ns: int = 0
+    duration_ns: Nanos = 0
 
 
 class StoreMutation(_Entry, frozen=True, kw_only=True, tag="store_mutation"):
@@ -214,7 +234,7 @@ class StoreMutation(_Entry, frozen=True, kw_only=True, tag="store_mutation"):
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     result: Any = None
     error: ErrorInfo | None = None
-    duration_ns: int = 0
+    duration_ns: Nanos = 0
 
 
 class Call(_Entry, frozen=True, kw_only=True, tag="call"):
@@ -227,7 +247,7 @@ class Call(_Entry, frozen=True, kw_only=True, tag="call"):
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     result: Any = None
     error: ErrorInfo | None = None
-    duration_ns: int = 0
+    duration_ns: Nanos = 0
 
 
 class Error(_Entry, frozen=True, kw_only=True, tag="error"):
@@ -238,17 +258,35 @@ class Error(_Entry, frozen=True, kw_only=True, tag="error"):
     traceback: str | None = None
 
 
+class SessionResume(_Entry, frozen=True, kw_only=True, tag="session_resume"):
+    """Where a later run continued the cassette (``if_exists="append"``).
+
+    It follows the lines of the earlier run, its ``session_end`` included when that run
+    finished: the tape's session is the one after its last ``session_resume``, so it
+    ended when a ``session_end`` follows that marker and crashed otherwise.
+    """
+
+    recorded_at: str = ""
+    sessiontape_version: str = ""
+    app_version: str | None = None
+    entrypoint: str | None = None
+    config: Any = None
+    level: LevelName = "full"
+    host: str = ""
+
+
 class SessionEnd(_Entry, frozen=True, kw_only=True, tag="session_end"):
     """The last line of a session that finished: its outcome, entry counts and duration."""
 
     outcome: Any = None
     counts: dict[str, int] = msgspec.field(default_factory=dict)
-    duration_ns: int = 0
+    duration_ns: Nanos = 0
 
 
 #: Every entry kind, as one tagged union.
 Entry = (
     SessionStart
+    | SessionResume
     | StoreSnapshot
     | ProcessCall
     | AgentTurn

@@ -3,41 +3,75 @@
 :func:`load` decodes a whole file with msgspec's ``decode_lines`` while the garbage
 collector is paused; a damaged file is then read line by line to name the bad line, or
 to keep the valid prefix of a tape whose last line was torn by a crash.
+
+Tapes are untrusted input: for any bytes, :func:`load` and :func:`loads` return a
+:class:`~sessiontape.Recording` or raise :class:`~sessiontape.CassetteError` naming the
+file and line, in time and memory linear in the file; nothing a tape names is imported or
+called (every line is decoded into the entry types, plain data only).
 """
 
 from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
+import stat
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
 
 from .._errors import CassetteError
 from ._entries import FORMAT_VERSION, Entry
-from ._recording import Recording
+from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "load", "loads", "truncate_torn_tail"]
+__all__ = ["is_cassette", "line_numbers", "load", "loads"]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+class _SeqOnly(msgspec.Struct):
+    """What the loader reads of a line to find where a seq is (every other field ignored)."""
+
+    seq: Any = None
+
+
+_SEQ_DECODER: Final = msgspec.json.Decoder(_SeqOnly)
+
+#: What msgspec raises for bytes that are not a valid entry. Invalid UTF-8 surfaces as a
+#: ``UnicodeDecodeError`` and nesting deeper than the interpreter's recursion limit as a
+#: ``RecursionError``: both are bad lines like any other.
+_BAD_LINE: Final = (
+    msgspec.DecodeError,
+    msgspec.ValidationError,
+    UnicodeDecodeError,
+    RecursionError,
+)
+#: Bad lines that may be the torn end of a line cut short by a crash (checked after
+#: ``ValidationError``, a subclass of ``DecodeError`` that a torn line never gives).
+_TORN: Final = (msgspec.DecodeError, UnicodeDecodeError)
+#: ``is_cassette`` reads at most this much of a file's first line.
+_PROBE_BYTES: Final = 1 << 20
+
+
+def _why(exc: BaseException) -> str:
+    """What was wrong with a line, in words."""
+    if isinstance(exc, msgspec.ValidationError):
+        return f"not a valid sessiontape entry: {exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not valid UTF-8 text (byte {exc.start} of the line: {exc.reason})"
+    if isinstance(exc, RecursionError):
+        return "nested deeper than any recorded value can be (a damaged or crafted line)"
+    return f"not valid JSON ({exc})"
 
 
 def _decode_line(line: bytes, path: str, lineno: int) -> Entry:
     try:
         entry: Entry = _ENTRY_DECODER.decode(line)
         return entry
-    except msgspec.ValidationError as exc:
+    except _BAD_LINE as exc:
         raise CassetteError(
-            f"not a valid sessiontape entry: {exc}. Fix or delete the line, or re-record "
-            "the cassette.",
-            path=path,
-            line=lineno,
-        ) from None
-    except msgspec.DecodeError as exc:
-        raise CassetteError(
-            f"not valid JSON ({exc}). Fix or delete the line, or re-record the cassette.",
+            f"{_why(exc)}. Fix or delete the line, or re-record the cassette.",
             path=path,
             line=lineno,
         ) from None
@@ -47,7 +81,7 @@ def _check_header(first: bytes, path: str) -> None:
     """Refuse files that are not sessiontape cassettes, or of an unknown format version."""
     try:
         probe = _PROBE_DECODER.decode(first)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _BAD_LINE:
         raise CassetteError(
             "the first line is not a JSON object, so this is not a sessiontape cassette "
             "(it must start with a session_start entry).",
@@ -55,16 +89,19 @@ def _check_header(first: bytes, path: str) -> None:
             line=1,
         ) from None
     if probe.get("kind") != "session_start":
+        kind = probe.get("kind")
+        shown = repr(kind) if isinstance(kind, str) and len(kind) <= 40 else "another"
         raise CassetteError(
-            f"the first line has kind {probe.get('kind')!r}; a sessiontape cassette starts "
+            f"the first line has kind {shown}; a sessiontape cassette starts "
             "with a session_start entry.",
             path=path,
             line=1,
         )
     version = probe.get("format_version")
-    if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
+        shown = repr(version) if type(version) is int and abs(version) < 10**6 else "unknown"
         raise CassetteError(
-            f"format version {version!r} is not one this sessiontape reads (1 to "
+            f"format version {shown} is not one this sessiontape reads (1 to "
             f"{FORMAT_VERSION}). Upgrade sessiontape to read it, or re-record the cassette.",
             path=path,
             line=1,
@@ -90,13 +127,13 @@ def _promote_to_oldest_generation() -> None:
 
 
 def _decode_all(data: bytes, path: str) -> tuple[list[Entry], bool]:
-    """Decode every line; return the entries and whether a torn last line was dropped."""
+    """Decode every line; return the entries and whether a torn last line was set aside."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of small objects: a pause saves ~30%.
     try:
         try:
             decoded: list[Entry] = _ENTRY_DECODER.decode_lines(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _BAD_LINE:
             pass
         else:
             if gc_was_enabled and len(decoded) >= _PROMOTE_AT and not gc.get_freeze_count():
@@ -109,31 +146,59 @@ def _decode_all(data: bytes, path: str) -> tuple[list[Entry], bool]:
             lines.pop()
         entries: list[Entry] = []
         last = len(lines) - 1
+        torn_possible = not data.endswith(b"\n")
         for index, line in enumerate(lines):
             if not line.strip():
                 continue
-            try:
-                entries.append(_decode_line(line, path, index + 1))
-            except CassetteError:
-                if index == last and not data.endswith(b"\n"):
-                    return entries, True
-                raise
+            if index == last and torn_possible:
+                try:
+                    entries.append(_ENTRY_DECODER.decode(line))
+                except (msgspec.ValidationError, RecursionError):
+                    pass  # complete but wrong: named below like any other bad line
+                except _TORN:
+                    return entries, True  # cut short by a crash: the prefix stands
+                else:
+                    continue
+            entries.append(_decode_line(line, path, index + 1))
         return entries, False
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def load(path: str | os.PathLike[str]) -> Recording:
-    """Load a cassette.
+def _line_seqs(data: bytes) -> Iterator[tuple[int, int]]:
+    """``(line number, seq)`` of every line of ``data`` whose seq can be read."""
+    for index, line in enumerate(data.split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            probe = _SEQ_DECODER.decode(line)
+        except _BAD_LINE:
+            continue
+        if type(probe.seq) is int:
+            yield index + 1, probe.seq
 
-    A session that crashed (no ``session_end``, or a torn last line from a crash mid-write)
-    loads with ``crashed`` set. Any other bad line raises :class:`CassetteError` naming the
-    file, the line number and what was wrong.
+
+def _lines_holding(data: bytes, seq: int) -> list[int]:
+    """The numbers of the lines whose entry has ``seq`` (read again, for an error only)."""
+    return [lineno for lineno, found in _line_seqs(data) if found == seq]
+
+
+def line_numbers(path: str | os.PathLike[str]) -> dict[int, int]:
+    """The line of the cassette at ``path`` each seq is on (entries are loaded in seq
+    order, which is not the order of the lines): for messages that point into the file."""
+    return {seq: lineno for lineno, seq in _line_seqs(_read_regular_file(os.fspath(path)))}
+
+
+def _read_regular_file(name: str) -> bytes:
+    """The bytes of the regular file ``name``; a :class:`CassetteError` for anything else.
+
+    A FIFO, a device or a directory is refused before a byte is read: reading ``/dev/zero``
+    would never end, and reading a FIFO would wait for a writer that may never come.
     """
-    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        data = Path(name).read_bytes()
+        fd = os.open(name, flags)
     except FileNotFoundError:
         raise CassetteError(
             "no such cassette. Record one first (pytest --record-session, or "
@@ -141,8 +206,44 @@ def load(path: str | os.PathLike[str]) -> Recording:
             path=name,
         ) from None
     except OSError as exc:
-        raise CassetteError(f"cannot read the cassette ({exc}).", path=name) from None
-    return loads(data, path=name)
+        raise CassetteError(
+            f"cannot read the cassette ({exc.strerror or exc}). Check the path and its "
+            "permissions.",
+            path=name,
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise CassetteError(
+                f"this is {what}, not a cassette. Name a cassette file (.jsonl).", path=name
+            )
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, max(1 << 20, info.st_size + 1))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise CassetteError(
+            f"cannot read the cassette ({exc.strerror or exc}). Check the file and the disk.",
+            path=name,
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def load(path: str | os.PathLike[str]) -> Recording:
+    """Load a cassette.
+
+    A session that crashed (no ``session_end``, or a torn last line from a crash mid-write)
+    loads with ``crashed`` set. Any other bad line raises :class:`CassetteError` naming the
+    file, the line number and what was wrong; so does anything that is not a cassette. No
+    other exception comes out of it, whatever the file holds.
+    """
+    name = os.fspath(path)
+    return loads(_read_regular_file(name), path=name)
 
 
 def loads(data: bytes, *, path: str = "<memory>") -> Recording:
@@ -170,48 +271,58 @@ def loads(data: bytes, *, path: str = "<memory>") -> Recording:
     else:
         _check_header(first, path)
     entries, torn = _decode_all(data, path)
-    return Recording(entries, path=path, torn=torn)
+    try:
+        return Recording(entries, path=path, torn=torn)
+    except SeqError as exc:
+        lines = _lines_holding(data, exc.seq)
+        reason = exc.reason
+        if exc.twice and len(lines) > 1:
+            reason += f" It is on lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}."
+        raise CassetteError(reason, path=path, line=lines[-1] if lines else None) from None
 
 
 def is_cassette(path: str | os.PathLike[str]) -> bool:
-    """Whether the file's first line is a sessiontape ``session_start`` entry (cheap)."""
+    """Whether ``path`` is a regular file whose first line is a ``session_start`` entry.
+
+    Cheap, and never raises: a directory, a FIFO, a device, an unreadable or binary file,
+    or one whose first line is longer than 1 MiB all answer ``False``.
+    """
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline(1 << 20)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+    except (OSError, ValueError, TypeError):
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        first = _first_line(fd)
     except OSError:
         return False
+    finally:
+        os.close(fd)
+    return first is not None and _is_header(first)
+
+
+def _first_line(fd: int) -> bytes | None:
+    """The first line of the file open at ``fd`` (at most :data:`_PROBE_BYTES`), or None."""
+    buf = b""
+    while len(buf) < _PROBE_BYTES:
+        chunk = os.read(fd, min(1 << 16, _PROBE_BYTES - len(buf)))
+        if not chunk:
+            break
+        buf += chunk
+        if b"\n" in chunk:
+            break
+    newline = buf.find(b"\n")
+    if newline < 0 and len(buf) >= _PROBE_BYTES:
+        return None  # no line ends within the probe: not a header this reader would take
+    return buf if newline < 0 else buf[:newline]
+
+
+def _is_header(first: bytes) -> bool:
+    """Whether ``first`` is a ``session_start`` line (JSON object, the right kind)."""
     try:
         probe = _PROBE_DECODER.decode(first)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _BAD_LINE:
         return False
     return probe.get("kind") == "session_start"
-
-
-def truncate_torn_tail(path: Path) -> int:
-    """Cut a torn last line (no trailing newline) off ``path``; return bytes removed.
-
-    Appending to a cassette whose recorder crashed mid-line would otherwise glue the new
-    first line onto the torn one and corrupt it.
-    """
-    with open(path, "rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size == 0:
-            return 0
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return 0
-        block = 1 << 16
-        pos = size
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                keep = start + idx + 1
-                fh.truncate(keep)
-                return size - keep
-            pos = start
-        fh.truncate(0)
-        return size

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
-from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final, overload
 
 from .._errors import CassetteError
 from ._entries import (
+    MAX_SEQ,
     AgentTurn,
     Call,
     CallEntry,
@@ -16,25 +18,116 @@ from ._entries import (
     Error,
     ProcessCall,
     SessionEnd,
+    SessionResume,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
     boundary_of,
 )
 
-__all__ = ["Recording"]
+__all__ = ["Recording", "SeqError", "SeqGaps"]
 
 _SEQ: Final = operator.attrgetter("seq")
 #: The entries ``boundary_of`` names a boundary for: the calls.
 _CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
 
 
+class SeqError(CassetteError):
+    """An entry whose seq cannot be right (twice, before the header, a second header).
+
+    Raised by :class:`Recording`, which does not know the lines its entries came from;
+    the loader catches it and names the line(s) holding ``seq``.
+    """
+
+    def __init__(self, message: str, *, path: str, seq: int, twice: bool = False) -> None:
+        super().__init__(message, path=path)
+        self.seq = seq
+        self.twice = twice
+
+
+class SeqGaps(Sequence[int]):
+    """The seqs missing between the first and the last seq of a tape, held as ranges.
+
+    A tape cut by ``sessiontape slice`` keeps its seqs, so the seqs missing from it can be
+    far more than the lines it holds: they are kept as ranges (memory in the number of
+    gaps, never in their size) and read like a sorted list of ints.
+    """
+
+    __slots__ = ("_ranges", "_totals")
+
+    def __init__(self, ranges: Iterable[tuple[int, int]] = ()) -> None:
+        #: ``(first, last)`` of each run of missing seqs, inclusive, in order.
+        self._ranges: list[tuple[int, int]] = list(ranges)
+        self._totals: list[int] = list(
+            itertools.accumulate(last - first + 1 for first, last in self._ranges)
+        )
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """``(first, last)`` of each run of missing seqs, inclusive, in order."""
+        return list(self._ranges)
+
+    def __len__(self) -> int:
+        return self._totals[-1] if self._totals else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._ranges)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            return [self[i] for i in range(start, stop, step)]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("SeqGaps index out of range")
+        run = bisect.bisect_right(self._totals, index)
+        before = self._totals[run - 1] if run else 0
+        return self._ranges[run][0] + index - before
+
+    def __contains__(self, seq: object) -> bool:
+        if not isinstance(seq, int):
+            return False
+        run = bisect.bisect_right(self._ranges, (seq, MAX_SEQ + 1)) - 1
+        return run >= 0 and self._ranges[run][0] <= seq <= self._ranges[run][1]
+
+    def __iter__(self) -> Iterator[int]:
+        for first, last in self._ranges:
+            yield from range(first, last + 1)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SeqGaps):
+            return self._ranges == other._ranges
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            # Compared item by item only when the sizes agree: bounded by ``other``.
+            return len(other) == len(self) and all(map(operator.eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        runs = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in self._ranges)
+        return f"SeqGaps([{runs}])"
+
+
+def _gaps(seqs: list[int]) -> SeqGaps:
+    """The runs of seqs missing from sorted, distinct ``seqs``."""
+    return SeqGaps((a + 1, b - 1) for a, b in itertools.pairwise(seqs) if b - a > 1)
+
+
 class Recording:
     """A loaded cassette: the header, every entry in seq order, and indexes over them.
 
-    ``end`` is ``None`` for a session that crashed (no ``session_end`` line); ``torn`` says a
-    torn last line (a crash mid-write) was dropped; ``missing_seqs`` lists seqs reserved but
-    never written, the calls that were still open when the process died.
+    ``end`` is ``None`` for a session that crashed (no ``session_end`` line after the last
+    ``session_resume``, if the tape was appended to); ``torn`` says a torn last line (a
+    crash mid-write) was set aside; ``missing_seqs`` lists seqs reserved but never written,
+    the calls that were still open when a process died (or the entries cut out by slice).
     """
 
     __slots__ = (
@@ -46,6 +139,7 @@ class Recording:
         "header",
         "missing_seqs",
         "path",
+        "resumes",
         "snapshots",
         "torn",
     )
@@ -66,19 +160,31 @@ class Recording:
             seqs = [e.seq for e in ordered]
             if any(map(operator.eq, seqs, itertools.islice(seqs, 1, None))):
                 twice = next(a for a, b in itertools.pairwise(seqs) if a == b)
-                raise CassetteError(
-                    f"seq {twice} appears twice; the file was edited or two "
-                    "sessions wrote to it at once. Re-record it, or renumber by hand.",
+                raise SeqError(
+                    f"seq {twice} appears twice; the file was edited or two sessions wrote "
+                    "to it at once. Delete the copy that does not belong, or re-record.",
                     path=path,
+                    seq=twice,
+                    twice=True,
+                )
+            if ordered[0] is not self.header:
+                first = ordered[0].seq
+                raise SeqError(
+                    f"seq {first} is lower than the session_start's seq "
+                    f"{self.header.seq}; every entry follows the header. The file was edited "
+                    "or two cassettes were joined: re-record it.",
+                    path=path,
+                    seq=first,
                 )
         self.entries: list[Entry] = ordered
         self.torn = torn
         self.end: SessionEnd | None = None
         self.error: Error | None = None
+        self.resumes: list[SessionResume] = []
         self.snapshots: dict[str, StoreSnapshot] = {}
         calls: list[CallEntry] = []
         append = calls.append
-        for entry in ordered:
+        for entry in itertools.islice(ordered, 1, None):
             if isinstance(entry, _CALL_TYPES):  # boundary_of(entry) is not None, inlined
                 append(entry)
             elif isinstance(entry, SessionEnd):
@@ -87,14 +193,23 @@ class Recording:
                 self.error = entry
             elif isinstance(entry, StoreSnapshot):
                 self.snapshots.setdefault(entry.store, entry)
+            elif isinstance(entry, SessionResume):
+                # A later run continued the tape: its session is the one that counts.
+                self.resumes.append(entry)
+                self.end = self.error = None
+            elif isinstance(entry, SessionStart):
+                raise SeqError(
+                    f"a second session_start (seq {entry.seq}): two cassettes were joined "
+                    "into one file. Split them again, or re-record.",
+                    path=path,
+                    seq=entry.seq,
+                )
         self._calls = calls
         self._by_seq: dict[int, Entry] | None = None
-        first, last = seqs[0], seqs[-1]
-        if last - first + 1 == len(ordered):
-            self.missing_seqs: list[int] = []
+        if seqs[-1] - seqs[0] + 1 == len(ordered):
+            self.missing_seqs: SeqGaps = SeqGaps()
         else:
-            present = set(seqs)
-            self.missing_seqs = [s for s in range(first, last + 1) if s not in present]
+            self.missing_seqs = _gaps(seqs)
 
     @property
     def crashed(self) -> bool:

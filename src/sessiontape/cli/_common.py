@@ -24,6 +24,7 @@ from ..cassette import (
     Entry,
     ProcessCall,
     Recording,
+    SeqGaps,
     StoreMutation,
     encode_entry,
     load,
@@ -45,6 +46,7 @@ __all__ = [
     "format_relative",
     "is_call",
     "kind_of",
+    "load_each",
     "non_negative_int",
     "plural",
     "positive_int",
@@ -234,7 +236,13 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def seq_ranges(seqs: Iterable[int]) -> str:
-    """Sorted seqs as compact ranges: ``3-5, 9``."""
+    """Sorted seqs as compact ranges: ``3-5, 9``.
+
+    A :class:`~sessiontape.cassette.SeqGaps` (a tape's missing seqs) is read by its runs,
+    never seq by seq: the gaps of a damaged tape may be far larger than the tape.
+    """
+    if isinstance(seqs, SeqGaps):
+        return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in seqs.ranges())
     parts: list[str] = []
     run: list[int] = []
     for seq in sorted(seqs):
@@ -286,6 +294,19 @@ class CallTree:
             current = stack.pop()
             yield current
             stack.extend(self.children.get(current, ()))
+
+
+def load_each(paths: Iterable[str]) -> Iterator[tuple[str, Recording | None]]:
+    """Each path with its loaded recording, or ``None`` once the reason it cannot be read
+    has been printed (``sessiontape: error: PATH:LINE: ...``): for commands that look at
+    several cassettes and go on past an unreadable one (exit code 2 for it)."""
+    for path in paths:
+        try:
+            recording: Recording | None = read_recording(path)
+        except SessiontapeError as exc:
+            print(f"sessiontape: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            recording = None
+        yield path, recording
 
 
 def write_atomic(path: str, chunks: Iterable[bytes]) -> None:

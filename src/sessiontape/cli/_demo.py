@@ -18,6 +18,7 @@ from typing import Any
 
 from ..cassette import ProcessCall, load
 from ..report import describe, format_ms
+from ._common import write_atomic
 
 __all__ = ["add_demo_arguments", "run_demo"]
 
@@ -68,8 +69,8 @@ def _alter(source: Path, target: Path) -> str:
             entry["argv"][at] = entry["argv"][at] + " (reworded)"
             line = json.dumps(entry)
         out.append(line)
-    target.write_text("\n".join(out) + "\n", encoding="utf-8")
-    target.chmod(0o600)
+    # Created 0600 from the start (not written, then chmod-ed): it is a copy of a tape.
+    write_atomic(str(target), [("\n".join(out) + "\n").encode("utf-8")])
     return describe(victim)
 
 

@@ -9,63 +9,45 @@ registers through the ``sessiontape_scrubbers`` hook run too. Paths stay as they
 then records what each placeholder stood for). Identifiers and timing are never touched.
 
 The output is written atomically (a temporary file, then a rename) with mode 0600, in seq
-order; a torn last line is dropped.
+order; a torn last line is dropped. Payloads kept in the cassette's sidecar are scrubbed
+too: a changed one is written to the output's sidecar under its new digest, an unchanged
+one copied there (or left in place with --in-place).
+
+With --check nothing is written: each secret still in a cassette is listed by file, line,
+seq and field, with its kind but never the secret itself, and the exit code is 1 when
+there is one, 0 when every cassette is clean and 2 when one cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 
 from .. import _hooks
-from ..boundaries import scrub_env
 from ..cassette import (
-    AgentTurn,
     Blob,
-    Call,
-    Chunk,
     Entry,
-    Error,
-    ErrorInfo,
+    Payload,
     ProcessCall,
-    SessionEnd,
     SessionStart,
     Sidecar,
-    StoreMutation,
-    StoreSnapshot,
+    line_numbers,
     load,
 )
 from ..report import FieldDiff, diff_values_counted
-from ..scrub import PathRoots, Scrubber
-from ._common import CommandError, Progress, plural, write_entries
+from ..scrub import PathRoots, Scrubber, scrub_fields
+from ._common import CommandError, Progress, load_each, plural, write_entries
 
-__all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry"]
+__all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry", "secret_kinds"]
 
-SUMMARY: Final = "redact secrets (and optionally paths) in a cassette"
+SUMMARY: Final = "redact secrets (and optionally paths) in a cassette, or --check for them"
 
-# How each recorded field is scrubbed; fields not named here are identifiers and timing.
-_FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
-    SessionStart: (("entrypoint", "text"), ("config", "data")),
-    StoreSnapshot: (("data", "data"), ("error", "error")),
-    ProcessCall: (
-        ("argv", "argv"),
-        ("cwd", "text"),
-        ("env", "env"),
-        ("input", "payload"),
-        ("stdout", "payload"),
-        ("stderr", "payload"),
-        ("chunks", "chunks"),
-        ("spawn_error", "error"),
-    ),
-    AgentTurn: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    StoreMutation: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    Call: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
-    Error: (("message", "text"), ("traceback", "text")),
-    SessionEnd: (("outcome", "data"),),
-}
+# Changed values named per entry by --check; the rest are counted.
+_SHOWN_PER_ENTRY: Final = 10
 
 
 class ScrubbedEntry(msgspec.Struct, frozen=True):
@@ -76,55 +58,9 @@ class ScrubbedEntry(msgspec.Struct, frozen=True):
     changed: int
 
 
-def _scrub_error(info: ErrorInfo, scrubber: Scrubber) -> ErrorInfo:
-    traceback = scrubber.text(info.traceback) if info.traceback is not None else None
-    return msgspec.structs.replace(info, message=scrubber.text(info.message), traceback=traceback)
-
-
-#: Where a sidecar payload is read from and where its scrubbed form is written.
-Sidecars = tuple[Sidecar, Sidecar]
-
-
-def _scrub_payload(
-    payload: str | Blob | None, scrubber: Scrubber, sidecars: Sidecars | None
-) -> str | Blob | None:
-    if isinstance(payload, str):
-        return scrubber.text(payload)
-    if not isinstance(payload, Blob) or not payload.sidecar or sidecars is None:
-        # Bytes that are not UTF-8 text, or only a digest: nothing to read.
-        return payload
-    source, target = sidecars
-    raw = source.get(payload.sha256, gz=payload.gzip)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        source.copy_to(target, payload.sha256, gz=payload.gzip)
-        return payload
-    scrubbed = scrubber.text(text).encode("utf-8", "surrogateescape")
-    if scrubbed == raw:
-        source.copy_to(target, payload.sha256, gz=payload.gzip)
-        return payload
-    # Content-addressed: the scrubbed bytes are stored under their own digest.
-    sha256, gz = target.put(scrubbed)
-    return msgspec.structs.replace(payload, size=len(scrubbed), sha256=sha256, gzip=gz)
-
-
-def _scrub_chunks(chunks: list[Chunk], scrubber: Scrubber, sidecars: Sidecars | None) -> Any:
-    return [
-        msgspec.structs.replace(c, data=_scrub_payload(c.data, scrubber, sidecars)) for c in chunks
-    ]
-
-
-def _scrubbers(scrubber: Scrubber, sidecars: Sidecars | None) -> dict[str, Callable[[Any], Any]]:
-    return {
-        "text": scrubber.text,
-        "argv": scrubber.argv,
-        "env": lambda value: scrub_env(scrubber, value),
-        "data": scrubber.data,
-        "payload": lambda value: _scrub_payload(value, scrubber, sidecars),
-        "chunks": lambda value: _scrub_chunks(value, scrubber, sidecars),
-        "error": lambda value: _scrub_error(value, scrubber),
-    }
+#: Where a cassette's sidecar payloads are read from, and where their scrubbed forms go
+#: (``None``: nowhere, they are only looked at, as ``--check`` does).
+Sidecars = tuple[Sidecar, "Sidecar | None"]
 
 
 def scrub_entry(
@@ -132,29 +68,92 @@ def scrub_entry(
 ) -> ScrubbedEntry:
     """``entry`` with every recorded value scrubbed, and which values that changed.
 
-    ``changes`` holds the first ``limit`` changed values (path, old, new), ``changed``
-    counts them all. ``validate`` uses the same function to find values still holding
-    secrets, so both commands always agree on what a secret is. With ``sidecars``
-    (where the cassette's sidecar is, where the output's goes), payloads kept in the
-    sidecar are scrubbed too and rewritten under their new digests.
+    The fields and how each is scrubbed are the recorder's own (``scrub.scrub_fields``, the
+    function every entry goes through before it is written). ``changes`` holds the first
+    ``limit`` changed values (path, old, new), ``changed`` counts them all. ``validate``
+    and ``scrub --check`` use it to find values still holding secrets, so every command
+    agrees with the recorder on what a secret is. With ``sidecars``, payloads kept in the
+    sidecar are read and scrubbed too (see :func:`_sidecar_payload`).
     """
-    how = _scrubbers(scrubber, sidecars)
-    replaced: dict[str, Any] = {}
+    replaced = scrub_fields(entry, scrubber)
     changes: list[FieldDiff] = []
     changed = 0
-    for field, kind in _FIELDS[type(entry)]:
+    for field, new in replaced.items():
         old = getattr(entry, field)
-        if old is None:
-            continue
-        new = how[kind](old)
-        if new != old:
-            replaced[field] = new
-            diffs, count = diff_values_counted(old, new, field, limit=max(0, limit - changed))
+        diffs, count = diff_values_counted(
+            msgspec.to_builtins(old), msgspec.to_builtins(new), field,
+            limit=max(0, limit - changed),
+        )  # fmt: skip
+        changes += diffs
+        changed += count
+    if sidecars is not None and isinstance(entry, ProcessCall):
+        for field, payload, put in _sidecar_fields(entry, replaced):
+            new_payload, diffs, count = _sidecar_payload(
+                payload, scrubber, sidecars, field, max(0, limit - changed)
+            )
             changes += diffs
             changed += count
+            if new_payload is not payload:
+                put(new_payload)
     if not replaced:
-        return ScrubbedEntry(entry, [], 0)
+        return ScrubbedEntry(entry, changes, changed)
     return ScrubbedEntry(msgspec.structs.replace(entry, **replaced), changes, changed)
+
+
+def _sidecar_fields(
+    entry: ProcessCall, replaced: dict[str, Any]
+) -> list[tuple[str, Blob, Callable[[Payload], None]]]:
+    """Each payload of ``entry`` kept in the sidecar: its path, itself, and how to replace
+    it in ``replaced`` (the fields already scrubbed)."""
+    found: list[tuple[str, Blob, Callable[[Payload], None]]] = []
+    for field in ("input", "stdout", "stderr"):
+        payload = replaced.get(field, getattr(entry, field))
+        if isinstance(payload, Blob) and payload.sidecar:
+
+            def put(new: Payload, field: str = field) -> None:
+                replaced[field] = new
+
+            found.append((field, payload, put))
+    chunks = replaced.get("chunks", entry.chunks)
+    for i, chunk in enumerate(chunks or ()):
+        if isinstance(chunk.data, Blob) and chunk.data.sidecar:
+
+            def put_chunk(new: Payload, i: int = i) -> None:
+                current = list(replaced.get("chunks", entry.chunks) or ())
+                current[i] = msgspec.structs.replace(current[i], data=new)
+                replaced["chunks"] = current
+
+            found.append((f"chunks[{i}].data", chunk.data, put_chunk))
+    return found
+
+
+def _sidecar_payload(
+    payload: Blob, scrubber: Scrubber, sidecars: Sidecars, path: str, limit: int
+) -> tuple[Payload, list[FieldDiff], int]:
+    """A payload kept in the sidecar, scrubbed: the payload to keep, and what changed.
+
+    A changed text is stored under its own digest in the target sidecar (it is content
+    addressed); an unchanged payload is copied there; bytes that are not UTF-8 are kept
+    as they are. With no target, nothing is written: only the changes are found.
+    """
+    source, target = sidecars
+    raw = source.get(payload.sha256, gz=payload.gzip)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    scrubbed = scrubber.text(text) if text is not None else None
+    if text is None or scrubbed == text:
+        if target is not None and target.directory != source.directory:
+            source.copy_to(target, payload.sha256, gz=payload.gzip)
+        return payload, [], 0
+    assert scrubbed is not None
+    diffs, count = diff_values_counted(text, scrubbed, path, limit=limit)
+    if target is None:
+        return payload, diffs, count
+    data = scrubbed.encode("utf-8", "surrogateescape")
+    sha256, gz = target.put(data)
+    return msgspec.structs.replace(payload, size=len(data), sha256=sha256, gzip=gz), diffs, count
 
 
 def _root(text: str) -> tuple[str, str]:
@@ -167,10 +166,17 @@ def _root(text: str) -> tuple[str, str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``scrub`` options."""
-    parser.add_argument("path", metavar="PATH", help="the cassette to scrub")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="the cassette to scrub (several with --check)"
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="OUT", help="write the scrubbed cassette here")
     where.add_argument("--in-place", action="store_true", help="replace PATH itself")
+    where.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a cassette holds a secret (listing where, never what)",
+    )
     parser.add_argument(
         "--roots",
         nargs="+",
@@ -195,18 +201,73 @@ def _header_roots(header: SessionStart, roots: PathRoots) -> dict[str, str]:
     return merged
 
 
+_MARK: Final = re.compile(r"\[REDACTED(?::([\w-]+))?\]")
+
+
+def secret_kinds(change: FieldDiff) -> list[str]:
+    """The kinds of secret a scrubbed value gained (``github``, ``secret name``...)."""
+    before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
+    after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
+    return sorted({kind or "secret name" for kind in after if kind not in before})
+
+
+def _check(paths: list[str], scrubber: Scrubber) -> int:
+    """``scrub --check``: where secrets are, per file, line, seq and field; never the secret."""
+    status = 0
+    for path, recording in load_each(paths):
+        if recording is None:
+            status = 2
+            continue
+        found = entries = 0
+        lines: dict[int, int] | None = None
+        sidecars: Sidecars = (Sidecar(recording.path), None)
+        for entry in Progress("scrub", len(recording.entries)).iter(recording.entries):
+            scrubbed = scrub_entry(entry, scrubber, limit=_SHOWN_PER_ENTRY, sidecars=sidecars)
+            if not scrubbed.changed:
+                continue
+            if lines is None:
+                lines = line_numbers(path)
+            entries += 1
+            found += scrubbed.changed
+            where = f"{path}:{lines.get(entry.seq, '?')}: seq {entry.seq}"
+            for change in scrubbed.changes:
+                kinds = ", ".join(secret_kinds(change)) or "secret"
+                print(f"{where}: {change.path} holds a secret ({kinds}).")
+            if scrubbed.changed > len(scrubbed.changes):
+                print(f"{where}: ... and {scrubbed.changed - len(scrubbed.changes)} more.")
+        if found:
+            status = max(status, 1)
+            print(
+                f"{path}: {plural(found, 'secret')} in {plural(entries, 'entry', 'entries')}. "
+                f"Run 'sessiontape scrub --in-place {path}', and rotate the secrets."
+            )
+        else:
+            print(f"{path}: no secrets found.")
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape scrub``."""
+    if args.check:
+        if args.roots:
+            raise CommandError("--roots rewrites paths; it has no meaning with --check.")
+        return _check(args.paths, Scrubber(None, extra=_hooks.scrub_functions()))
+    if len(args.paths) != 1:
+        raise CommandError(
+            f"-o/--in-place scrub one cassette at a time, got {len(args.paths)}; give one "
+            "PATH, or use --check to look at several."
+        )
+    args.path = args.paths[0]
     recording = load(args.path)
     roots = PathRoots(dict(args.roots)) if args.roots else None
     scrubber = Scrubber(roots, extra=_hooks.scrub_functions())
     header_roots = _header_roots(recording.header, roots) if roots is not None else None
     output: str = args.path if args.in_place else args.output
-    sidecars = (Sidecar(recording.path), Sidecar(output))
+    to_output: Sidecars = (Sidecar(recording.path), Sidecar(output))
     entries: list[Entry] = []
     values = touched = 0
     for entry in Progress("scrub", len(recording.entries)).iter(recording.entries):
-        scrubbed = scrub_entry(entry, scrubber, limit=0, sidecars=sidecars)
+        scrubbed = scrub_entry(entry, scrubber, limit=0, sidecars=to_output)
         new = scrubbed.entry
         if isinstance(new, SessionStart) and header_roots is not None:
             new = msgspec.structs.replace(new, roots=header_roots)

@@ -15,19 +15,19 @@ its counts of entries, errors and warnings, and its findings (severity, message,
 from __future__ import annotations
 
 import argparse
-import re
 import sys
+from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from .._errors import SessiontapeError
-from ..cassette import Blob, Entry, ProcessCall, Recording, Sidecar, process_payloads
+from ..cassette import Blob, Entry, ProcessCall, Recording, SeqGaps, Sidecar, process_payloads
 from ..report import format_ms
 from ..scrub import Scrubber
 from ._common import Progress, is_call, kind_of, plural, print_json, read_recording, seq_ranges
-from ._scrub import scrub_entry
+from ._scrub import scrub_entry, secret_kinds
 
 __all__ = ["SUMMARY", "Finding", "add_arguments", "check", "run"]
 
@@ -40,8 +40,6 @@ WARNING: Final = "warning"
 _SHOWN_PAYLOADS: Final = 5
 # Secret values named per entry; the rest are counted.
 _SHOWN_SECRETS: Final = 10
-
-_MARK: Final = re.compile(r"\[REDACTED(?::([\w-]+))?\]")
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -67,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _seqs_are(seqs: list[int]) -> str:
+def _seqs_are(seqs: Sequence[int]) -> str:
     return f"seq {seqs[0]} is" if len(seqs) == 1 else f"seqs {seq_ranges(seqs)} are"
 
 
@@ -90,6 +88,20 @@ def _tape_findings(recording: Recording) -> list[Finding]:
             )
         )
     missing = recording.missing_seqs
+    if recording.resumes:
+        # Seqs missing before a run was resumed are the calls open when an earlier run
+        # stopped: a crash that was resumed from, not lost lines.
+        resumed_at = recording.resumes[-1].seq
+        earlier = SeqGaps((a, min(b, resumed_at)) for a, b in missing.ranges() if a < resumed_at)
+        missing = SeqGaps((max(a, resumed_at), b) for a, b in missing.ranges() if b > resumed_at)
+        if earlier:
+            found.append(
+                Finding(
+                    WARNING,
+                    f"{_seqs_are(earlier)} missing before seq {resumed_at}, where a later "
+                    "run resumed the tape: calls still open when the earlier run stopped.",
+                )
+            )
     if recording.crashed:
         found.append(
             Finding(
@@ -117,7 +129,7 @@ def _tape_findings(recording: Recording) -> list[Finding]:
     return found
 
 
-def _parent_finding(entry: Entry, recording: Recording, missing: set[int]) -> Finding | None:
+def _parent_finding(entry: Entry, recording: Recording, missing: Container[int]) -> Finding | None:
     parent = entry.parent
     if parent is None:
         return None
@@ -152,9 +164,7 @@ def _secret_findings(entry: Entry, scrubber: Scrubber) -> list[Finding]:
     scrubbed = scrub_entry(entry, scrubber, limit=_SHOWN_SECRETS)
     found: list[Finding] = []
     for change in scrubbed.changes:
-        before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
-        after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
-        kinds = sorted({kind or "secret name" for kind in after if kind not in before})
+        kinds = secret_kinds(change)
         what = f" ({', '.join(kinds)})" if kinds else ""
         found.append(
             Finding(
@@ -182,7 +192,7 @@ def _missing_blob(seq: int, field: str, blob: Path) -> Finding:
 def check(recording: Recording, *, secrets: bool = True) -> list[Finding]:
     """Every finding for a loaded cassette: the tape's own first, then entry by entry."""
     found = _tape_findings(recording)
-    missing = set(recording.missing_seqs)
+    missing = recording.missing_seqs  # looked up by bisection: never a set of all gaps
     scrubber = Scrubber(None)
     last_ts: dict[str, tuple[int, int]] = {}
     clock_warned: set[str] = set()

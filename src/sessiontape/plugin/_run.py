@@ -16,7 +16,7 @@ import pluggy
 import pytest
 
 from .. import _hooks
-from ..cassette import is_cassette
+from ..cassette import is_cassette, write_private_file
 from ..report import ReplayReport
 from ._options import (
     MARKER,
@@ -147,7 +147,11 @@ class _RunPlugin:
             return
         reports = sorted(self.reports, key=lambda r: str(r.get("nodeid", "")))
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+        # Recorded production data: 0600 like every file sessiontape writes, and whole
+        # (a temporary file renamed over the old receipt) for the tools that read it back.
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        write_private_file(temporary, (json.dumps(reports, indent=2) + "\n").encode())
+        os.replace(temporary, target)
 
     def teardown(self) -> None:
         """Take this run's hooks out and give the outer run its own back (idempotent)."""

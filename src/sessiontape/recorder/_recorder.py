@@ -40,10 +40,19 @@ from ..cassette import (
     Level,
     PayloadCodec,
     SessionEnd,
+    SessionResume,
     SessionStart,
     Sidecar,
 )
-from ..scrub import PathRoots, Scrubber, Unencodable, format_traceback, qualname, to_data
+from ..scrub import (
+    PathRoots,
+    Scrubber,
+    Unencodable,
+    format_traceback,
+    qualname,
+    scrub_entry,
+    to_data,
+)
 from ._target import IF_EXISTS, IfExists, default_entrypoint, prepare
 
 __all__ = ["COMMON_FIELDS", "Opened", "Recorder", "common_fields"]
@@ -112,27 +121,35 @@ class Recorder:
         target = prepare(self.path, if_exists)
         #: Where ``if_exists="force"`` moved the previous cassette, if there was one.
         self.moved_to = target.moved_to
+        #: Where ``if_exists="append"`` set a torn last line aside, if there was one.
+        self.torn_to = target.torn_to
         self.run_id = target.run_id or uuid.uuid4().hex
         self._seq = itertools.count(target.first_seq)
-        appending = target.run_id is not None
-        self._writer = CassetteWriter(self.path, append=appending)
-        if not appending:
+        self._writer = CassetteWriter(self.path, fd=target.fd, disabled=target.failure)
+        header: dict[str, Any] = {
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "sessiontape_version": __version__,
+            "app_version": app_version,
+            "entrypoint": entrypoint if entrypoint is not None else default_entrypoint(),
+            "config": self.data(config, "config"),
+            "level": self.level.value,
+            "host": socket.gethostname(),
+        }
+        if target.run_id is None:
             self.write(
                 SessionStart(
                     **common_fields(self.open()),
+                    **header,
                     run_id=self.run_id,
-                    recorded_at=_dt.datetime.now(_dt.timezone.utc).isoformat(),
-                    sessiontape_version=__version__,
-                    app_version=app_version,
-                    entrypoint=entrypoint if entrypoint is not None else default_entrypoint(),
-                    config=self.data(config, "config"),
-                    level=self.level.value,
-                    host=socket.gethostname(),
                     platform=_platform_string(),
                     python=platform.python_version(),
                     roots=self.roots.as_dict(),
                 )
             )
+        else:
+            # A later run continues the tape: the marker says where, and the session it
+            # holds from here on is this run's (see Recording.end).
+            self.write(SessionResume(**common_fields(self.open()), **header))
 
     # -- the write path ---------------------------------------------------------------
 
@@ -167,9 +184,15 @@ class Recorder:
         return _mono_ns() - opened[2]
 
     def write(self, entry: Entry) -> None:
-        """Append ``entry`` to the cassette (one flushed line; thread-safe)."""
+        """Append ``entry`` to the cassette (one flushed line; thread-safe).
+
+        Every entry is scrubbed here, whatever built it: the one place on the write path
+        where redaction happens (values a boundary scrubbed already are recognised).
+        """
+        if not self._writer.active:
+            return
         self._counts[entry.__struct_config__.tag] += 1  # type: ignore[index]
-        self._writer.write(entry)
+        self._writer.write(scrub_entry(entry, self.scrubber))
 
     def warn_once(self, key: str, message: str) -> None:
         """Emit ``message`` as a :class:`RecordingWarning`, once per ``key``."""
@@ -203,8 +226,8 @@ class Recorder:
             Error(
                 **common_fields(self.open()),
                 type=qualname(type(exc)),
-                message=self.scrubber.text(str(exc)),
-                traceback=self.scrubber.text(trace),
+                message=str(exc),
+                traceback=trace,
             )
         )
 
@@ -212,7 +235,9 @@ class Recorder:
         """Write ``SessionEnd`` with ``outcome`` (JSON-ready data or a dataclass/Struct)."""
         if self._finished:
             return
-        if self._writer.active:
+        # The cassette deleted, moved or replaced during the run is noticed here at the
+        # latest: one warning, and no session_end written into a file nobody will read.
+        if self._writer.verify():
             opened = self.open()
             counts = dict(self._counts)
             counts["session_end"] = counts.get("session_end", 0) + 1

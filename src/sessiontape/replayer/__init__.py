@@ -10,7 +10,13 @@ from ._align import Normalize
 from ._clock import IGNORED_MODULES, FakeClock
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine
 from ._match import MASKED, Matcher, Noise, compare
-from ._rebuild import rebuild_error, resolve_result_type
+from ._rebuild import (
+    rebuild_error,
+    register_type,
+    registered_type,
+    resolve_result_type,
+    unregister_type,
+)
 from ._timepatch import lingering
 
 __all__ = [
@@ -27,5 +33,8 @@ __all__ = [
     "compare",
     "lingering",
     "rebuild_error",
+    "register_type",
+    "registered_type",
     "resolve_result_type",
+    "unregister_type",
 ]

@@ -14,6 +14,7 @@ from ..cassette import (
     Payload,
     ProcessCall,
     SessionEnd,
+    SessionResume,
     SessionStart,
     StoreMutation,
     StoreSnapshot,
@@ -92,6 +93,11 @@ def describe(entry: Entry, *, width: int = 60) -> str:
     if isinstance(entry, SessionStart):
         return (
             f"{head} session start: run {entry.run_id} of {entry.entrypoint or '?'} "
+            f"(level {entry.level}, recorded {entry.recorded_at})"
+        )
+    if isinstance(entry, SessionResume):
+        return (
+            f"{head} session resumed: by {entry.entrypoint or '?'} "
             f"(level {entry.level}, recorded {entry.recorded_at})"
         )
     raise TypeError(f"not a sessiontape entry: {entry!r}")  # pragma: no cover

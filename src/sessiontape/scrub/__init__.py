@@ -9,6 +9,7 @@ requests, so both sides compare alike. It sits below both engines for that reaso
 from __future__ import annotations
 
 from ._data import Unencodable, error_info, format_traceback, qualname, to_data
+from ._entry import SCRUBBED_FIELDS, scrub_entry, scrub_fields
 from ._names import REDACTED_MARK, SECRET_ENV_NAME, is_secret_name, redaction_mark
 from ._roots import PathRoots, expand_data
 from ._scrubber import Scrubber
@@ -16,6 +17,7 @@ from ._shapes import contains_secret, redact
 
 __all__ = [
     "REDACTED_MARK",
+    "SCRUBBED_FIELDS",
     "SECRET_ENV_NAME",
     "PathRoots",
     "Scrubber",
@@ -28,5 +30,7 @@ __all__ = [
     "qualname",
     "redact",
     "redaction_mark",
+    "scrub_entry",
+    "scrub_fields",
     "to_data",
 ]

@@ -14,6 +14,7 @@ from typing import Final
 __all__ = [
     "REDACTED_MARK",
     "SECRET_ENV_NAME",
+    "is_secret_config_key",
     "is_secret_name",
     "is_secret_option",
     "redaction_mark",
@@ -82,10 +83,25 @@ def is_secret_name(name: str) -> bool:
 # taking no value at all: ``--password-file PATH``, ``--password-stdin``, ``--no-auth``,
 # ``gh auth login --with-token``.
 _INDIRECT_OPTION: Final = re.compile(
-    r"^(?:no|with|without)-|[_-](?:file|path|dir|env|stdin|cmd|command|helper)$", re.IGNORECASE
+    r"^(?:no|with|without)-|[._-](?:file|path|dir|env|stdin|cmd|command|helper)$", re.IGNORECASE
+)
+# A configuration key given as a word of its own on a command line, the secret its next
+# word: ``aws configure set aws_secret_access_key KEY``, ``git config user.password PW``.
+# Only keys of two or more words count (``secret`` alone is a subcommand: ``gh secret``),
+# and never a path or a file name (``secrets.json``, ``tls.key``: the word after is not it).
+_CONFIG_KEY: Final = re.compile(
+    r"(?![\w.:-]*\.(?:json|ya?ml|txt|pem|key|crt|cer|env|ini|toml|cfg|conf|p12|pfx|gpg|asc)\Z)"
+    r"[A-Za-z_][\w.:-]*[._:-][\w.:-]*\Z",
+    re.IGNORECASE,
 )
 
 
 def is_secret_option(name: str) -> bool:
     """Whether the value given to the long option ``--name`` is a secret."""
     return is_secret_name(name) and _INDIRECT_OPTION.search(name) is None
+
+
+def is_secret_config_key(word: str) -> bool:
+    """Whether the command-line word after ``word`` is a secret: ``word`` is a
+    configuration key of several words naming a secret (``aws_secret_access_key``)."""
+    return _CONFIG_KEY.match(word) is not None and is_secret_option(word)

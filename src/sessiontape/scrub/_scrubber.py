@@ -6,10 +6,11 @@ disk; replay passes today's requests through the same one, so both sides compare
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
-from ._names import REDACTED_MARK, is_secret_name, is_secret_option
+from ._names import REDACTED_MARK, is_secret_config_key, is_secret_name, is_secret_option
 from ._roots import LEAF_TYPES, PathRoots
 
 # Scrubber.__init__ takes a ``redact`` flag that would shadow the function.
@@ -20,6 +21,12 @@ __all__ = ["Scrubber"]
 # Texts up to this length are remembered, up to this many (at most a few MB).
 _MEMO_MAX_CHARS: Final = 256
 _MEMO_MAX_ENTRIES: Final = 8192
+# Results of this many recent scrubs (long texts, lists, dicts) are known by identity,
+# so that the write path's final pass over an entry (scrub_entry) finds the values the
+# boundary already scrubbed done at the cost of a dict lookup.
+_RECENT_MAX: Final = 64
+# What a long option's name looks like (``--api-key``, ``--tls.key``).
+_OPTION_NAME: Final = re.compile(r"[A-Za-z][\w.-]*\Z")
 
 
 def _redact_all(obj: Any) -> Any:
@@ -46,7 +53,17 @@ class Scrubber:
     same scrubber scrubs today's requests on replay, so both sides compare alike.
     """
 
-    __slots__ = ("_collapse", "_last_env", "_memo", "_redact", "_roots", "_steps")
+    __slots__ = (
+        "_collapse",
+        "_extra",
+        "_last_env",
+        "_memo",
+        "_recent",
+        "_redact",
+        "_roots",
+        "_secret_memo",
+        "_steps",
+    )
 
     def __init__(
         self,
@@ -65,13 +82,16 @@ class Scrubber:
             steps.append(self._collapse)
         steps.extend(extra)
         self._steps = tuple(steps)
+        self._extra = tuple(extra)
         # Short texts repeat endlessly (argv words, env values, JSON leaves): remembering
         # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
         # safe across threads since each get or set is atomic; ``extra`` must be pure.
         self._memo: dict[str, str] = {}
         # A program passes the same environment to call after call: the last one and its
         # scrubbed form, swapped as one tuple so that threads never see half of it.
-        self._last_env: tuple[dict[str, str], dict[str, str]] | None = None
+        self._last_env: tuple[dict[str, str | None], dict[str, str | None]] | None = None
+        self._secret_memo: dict[str, str] = {}
+        self._recent: dict[int, object] = {}
 
     @property
     def roots(self) -> PathRoots | None:
@@ -85,56 +105,112 @@ class Scrubber:
             done = self._memo.get(s)
             if done is not None:
                 return done
+        elif self._recent.get(id(s)) is s:
+            return s  # a long text this scrubber just produced: scrubbed already
         out = s
         for step in self._steps:
             out = step(out)
         if short:
-            if len(self._memo) >= _MEMO_MAX_ENTRIES:
-                self._memo.clear()
-            self._memo[s] = out
+            memo = self._memo
+            if len(memo) >= _MEMO_MAX_ENTRIES:
+                memo.clear()
+            memo[s] = out
+            memo[out] = out  # scrubbing is idempotent: the result scrubs to itself
+        else:
+            self._remember(out)
         return out
+
+    def secrets(self, s: str) -> str:
+        """``s`` with secrets redacted (and ``extra`` applied), paths left as they are.
+
+        For recorded exception messages and tracebacks: replay raises them again and
+        compares them with today's, so a path in them must stay the path it was.
+        """
+        done = self._secret_memo.get(s)
+        if done is not None:
+            return done
+        out = redact_text(s) if self._redact else s
+        for step in self._extra:
+            out = step(out)
+        memo = self._secret_memo
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        if len(s) <= _MEMO_MAX_CHARS:
+            memo[s] = out
+            memo[out] = out
+        return out
+
+    def _remember(self, obj: object) -> None:
+        """Know ``obj`` (a result of this scrubber) by identity for a while."""
+        recent = self._recent
+        if len(recent) >= _RECENT_MAX:
+            recent.clear()
+        recent[id(obj)] = obj
+
+    def scrubbed(self, obj: object) -> bool:
+        """Whether ``obj`` is one of the texts, lists or dicts this scrubber just returned."""
+        return self._recent.get(id(obj)) is obj
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """Each argument scrubbed as text; the value of a secret long option is redacted.
 
         ``--token abc`` gives ``["--token", "[REDACTED]"]`` and ``--api-key=abc`` gives
-        ``"--api-key=[REDACTED]"``. Short options (``-p``) are too ambiguous to judge.
+        ``"--api-key=[REDACTED]"``; so does the word after a secret configuration key of
+        several words (``aws configure set aws_secret_access_key KEY``). Short options
+        (``-p``) are too ambiguous to judge.
         """
         out: list[str] = []
         value_is_secret = False
+        redact = self._redact
         for arg in argv:
             if value_is_secret and arg and not arg.startswith("-"):
                 out.append(REDACTED_MARK)
                 value_is_secret = False
                 continue
             value_is_secret = False
-            if self._redact and arg.startswith("--") and len(arg) > 2:
+            if redact and arg.startswith("--") and len(arg) > 2:
                 name, eq, value = arg[2:].partition("=")
-                if is_secret_option(name):
+                # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
+                if _OPTION_NAME.match(name) is not None and is_secret_option(name):
                     if not eq:
                         value_is_secret = True
                     elif value:
                         out.append(f"--{name}={REDACTED_MARK}")
                         continue
+            elif redact and is_secret_config_key(arg):
+                value_is_secret = True
             out.append(self.text(arg))
+        self._remember(out)
         return out
 
-    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+    def env(self, env: Mapping[str, str | None]) -> dict[str, str | None]:
         """Values of secret-named variables become ``[REDACTED]``; the rest are scrubbed as text.
 
-        An empty value stays empty: it holds nothing, and saying it was unset helps.
+        An empty value stays empty: it holds nothing, and saying it was unset helps. In an
+        environment recorded as a delta, ``None`` marks a variable removed and stays.
         """
         last = self._last_env
-        if last is not None and last[0] == env:
-            return dict(last[1])
+        if last is not None and (last[0] == env or last[1] == env):
+            # The same environment again, or its scrubbed form (scrubbing is idempotent).
+            done: dict[str, str | None] = dict(last[1])
+            self._remember(done)
+            return done
         text = self.text
         redact = self._redact
-        scrubbed = {
-            name: REDACTED_MARK if redact and value and is_secret_name(name) else text(value)
+        scrubbed: dict[str, str | None] = {
+            name: (
+                value
+                if value is None
+                else REDACTED_MARK
+                if redact and value and is_secret_name(name)
+                else text(value)
+            )
             for name, value in env.items()
         }
         self._last_env = (dict(env), scrubbed)
-        return dict(scrubbed)
+        fresh = dict(scrubbed)
+        self._remember(fresh)
+        return fresh
 
     def data_like(self, obj: Any, recorded: Any) -> Any:
         """``data(obj)``, reusing every part of ``recorded`` that ``obj`` equals.
@@ -173,6 +249,15 @@ class Scrubber:
         (``"password"``, ``"apiKey"``) every string becomes ``[REDACTED]``. Other objects are
         returned as they are: convert them to plain data first.
         """
+        if isinstance(obj, (dict, list)):
+            if self.scrubbed(obj):
+                return obj
+            out = self._data(obj)
+            self._remember(out)
+            return out
+        return self._data(obj)
+
+    def _data(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self.text(obj)
         # Replay scrubs every agent and store request and result: plain text and numbers
@@ -196,15 +281,15 @@ class Scrubber:
                 elif kind in LEAF_TYPES:
                     out[key] = value
                 else:
-                    out[key] = self.data(value)
+                    out[key] = self._data(value)
             return out
         if isinstance(obj, list):
             return [
-                text(v) if type(v) is str else v if type(v) in LEAF_TYPES else self.data(v)
+                text(v) if type(v) is str else v if type(v) in LEAF_TYPES else self._data(v)
                 for v in obj
             ]
         if isinstance(obj, tuple):
-            return tuple(self.data(v) for v in obj)
+            return tuple(self._data(v) for v in obj)
         return obj
 
     def path(self, p: str) -> str:

@@ -55,7 +55,9 @@ def _spellings(words: Sequence[str]) -> str:
 # are variable references, comparisons, calls or nested JSON are code or structure, not
 # secrets.
 _VALUE: Final = (
-    r"(?!\[REDACTED)(?:"
+    # A PEM key given as a value (``tls.key=-----BEGIN ...``) is left to the private-key
+    # shape, which takes its whole body: the value rule would stop at its first space.
+    r"(?!\[REDACTED|-----BEGIN)(?:"
     r'(?<=\\")(?:[^"\\\r\n]|\\[^"\r\n])+'  # JSON inside a JSON string: up to the next \"
     r'|(?<=")(?:[^"\\\r\n]|\\.)+'  # a JSON string: escapes (\n in a PEM key) included
     r"|(?<=')[^'\r\n]+"
@@ -219,12 +221,108 @@ def _colon_shapes(tail: str, n: int) -> tuple[_Shape, ...]:
     return (*headers, assignment)
 
 
+# Guards shared by the token shapes found at ``_`` and ``-``: the letter before the anchor
+# must be one a prefix ends with (gh[pousr]_, github_, sk_, rk_, hf_, api_org_, npm_,
+# secret_; sk-, xox?-, xapp-, pypi-, glpat-), so most snake_case and hyphenated words
+# are turned away by one character test.
+_UNDERSCORE_GUARD: Final = r"(?<=[bfgkmoprstuT]_)"
+_DASH_GUARD: Final = r"(?<=[abeikoprst]-)"
+# Shapes of URLs, found at the colon of ``scheme://``.
+_URL_GUARD: Final = "(?=//)"
+
 _SHAPES: Final = (
+    # Each shape follows a rule of gitleaks (config/gitleaks.toml) or detect-secrets
+    # (detect_secrets/plugins); RELIABILITY.md lists which. The regexes are our own.
     # GitHub: classic tokens ghp_/gho_/ghu_/ghs_/ghr_, fine-grained github_pat_.
-    _Shape("github", "_", r"(?<=gh[pousr]_)[A-Za-z0-9]{20,}", "github", back=3),
-    _Shape("github_pat", "_", r"(?<=github_)pat_[A-Za-z0-9_]{20,}", "github", back=6),
-    # AWS access key ids: AKIA (long-term) and ASIA (temporary) plus 16 characters.
-    _Shape("aws", "A", r"(?<![A-Za-z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])", "aws"),
+    _Shape(
+        "github",
+        "_",
+        r"(?<=gh[pousr]_)[A-Za-z0-9]{20,}",
+        "github",
+        back=3,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    _Shape(
+        "github_pat",
+        "_",
+        r"(?<=github_)pat_[A-Za-z0-9_]{20,}",
+        "github",
+        back=6,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    # Stripe secret and restricted keys: sk_live_, rk_live_, sk_test_, ..._prod_.
+    _Shape(
+        "stripe",
+        "_",
+        r"(?<=[sr]k_)(?<![A-Za-z0-9][sr]k_)(?:live|test|prod)_[A-Za-z0-9]{10,}",
+        "stripe",
+        back=2,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    # Hugging Face user (hf_) and organisation (api_org_) tokens: 34 letters.
+    _Shape(
+        "huggingface",
+        "_",
+        r"(?<=hf_)(?<![A-Za-z0-9]hf_)[A-Za-z]{34}(?![A-Za-z0-9])",
+        "huggingface",
+        back=2,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    _Shape(
+        "huggingface_org",
+        "_",
+        r"(?<=api_org_)[A-Za-z]{34}(?![A-Za-z0-9])",
+        "huggingface",
+        back=7,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    # npm access tokens: npm_ and 36 letters or digits.
+    _Shape(
+        "npm",
+        "_",
+        r"(?<=npm_)(?<![A-Za-z0-9]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])",
+        "npm",
+        back=3,
+        guard=_UNDERSCORE_GUARD,
+    ),
+    # The 40-character AWS secret access key right after its name, as in
+    # ``aws configure set aws_secret_access_key KEY`` or ``("aws_secret_access_key", "KEY")``
+    # (``name = KEY`` and ``"SecretAccessKey": "KEY"`` are assignments, found below).
+    _Shape(
+        "aws_secret",
+        "_",
+        r"(?<=[sS][eE][cC][rR][eE][tT]_)(?P<keep>[aA][cC][cC][eE][sS][sS]_[kK][eE][yY]"
+        r"[\"']?[ \t,:=]{1,4}[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        "aws",
+        guard=_UNDERSCORE_GUARD,
+    ),
+    # AWS access key ids (AKIA long-term, ASIA temporary, ABIA, ACCA, A3T*) and Google API
+    # keys (AIza and 35 characters).
+    _Shape(
+        "aws",
+        "A",
+        r"(?<![A-Za-z0-9]A)(?:[KSB]IA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+        "aws",
+    ),
+    _Shape("google", "A", r"(?<![A-Za-z0-9_-]A)Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", "google"),
+    # A JSON Web Token: header.payload.signature, each base64url, the payload a JSON object
+    # (so it starts eyJ). Found at the J of the payload's eyJ, an uppercase J after ".ey";
+    # the header (algorithm and type) stays.
+    _Shape(
+        "jwt",
+        "J",
+        r"(?<=[A-Za-z0-9_-]{16}\.eyJ)[A-Za-z0-9_-]{7,}\.[A-Za-z0-9_-]*",
+        "jwt",
+        back=2,
+    ),
+    # SendGrid API keys: SG.<22>.<43>.
+    _Shape(
+        "sendgrid",
+        "G",
+        r"(?=\.)(?<=SG)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        "sendgrid",
+        back=1,
+    ),
     # sk-ant-... before sk-...: the first alternative that matches names the secret.
     _Shape(
         "anthropic",
@@ -232,6 +330,7 @@ _SHAPES: Final = (
         r"(?<=sk-)(?<![A-Za-z0-9_-]sk-)ant-[A-Za-z0-9_-]{20,}",
         "anthropic",
         back=2,
+        guard=_DASH_GUARD,
     ),
     _Shape(
         "openai",
@@ -239,8 +338,28 @@ _SHAPES: Final = (
         r"(?<=sk-)(?<![A-Za-z0-9_-]sk-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
         "openai",
         back=2,
+        guard=_DASH_GUARD,
     ),
-    _Shape("slack", "-", r"(?<=xox[abposr]-)[A-Za-z0-9-]{10,}", "slack", back=4),
+    _Shape(
+        "slack",
+        "-",
+        r"(?<=xox[abposre]-)[A-Za-z0-9-]{10,}",
+        "slack",
+        back=4,
+        guard=_DASH_GUARD,
+    ),
+    _Shape(
+        "slack_app",
+        "-",
+        r"(?<=xapp-)[0-9]-[A-Za-z0-9-]{10,}",
+        "slack",
+        back=4,
+        guard=_DASH_GUARD,
+    ),
+    # PyPI upload tokens (pypi.org and test.pypi.org macaroons start AgE).
+    _Shape("pypi", "-", r"(?<=pypi-)AgE[A-Za-z0-9_-]{50,}", "pypi", back=4, guard=_DASH_GUARD),
+    # GitLab personal access tokens.
+    _Shape("gitlab", "-", r"(?<=glpat-)[A-Za-z0-9_-]{20,}", "gitlab", back=5, guard=_DASH_GUARD),
     # A PEM private key: the BEGIN line stays, the body up to the END line (or the end of a
     # truncated text) goes. The \\n spellings cover a key inside a JSON string.
     _Shape(
@@ -249,6 +368,15 @@ _SHAPES: Final = (
         r"(?P<keep>----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:\r?\n|(?:\\r)?\\n)?)"
         r"[\s\S]*?(?=(?:\r?\n|(?:\\r)?\\n)?-----END[A-Z0-9 ]* PRIVATE KEY|\Z)",
         "private-key",
+    ),
+    # Slack incoming webhooks: the path after /services/ is the secret.
+    _Shape(
+        "slack_webhook",
+        ":",
+        r"(?<=[sp]:)(?P<keep>//hooks\.slack\.com/(?:services|workflows|triggers)/)"
+        r"[A-Za-z0-9+/_-]{20,}",
+        "slack-webhook",
+        guard=_URL_GUARD,
     ),
     # --token abc / --api-key=abc inside a command line held in one string (sh -c "...").
     # Only names ending like a secret get as far as a Python call.
@@ -275,6 +403,7 @@ _SHAPES: Final = (
         ":",
         r"(?P<keep>//[^/\s:@\"']*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
         "url-password",
+        guard=_URL_GUARD,
     ),
     # HTTP headers (Authorization, Cookie): the whole value goes, an auth scheme stays
     # readable. Then password=..., TOKEN="...", "api_key": "...", aws_secret_access_key = ...

@@ -1,0 +1,65 @@
+"""No secret on disk at default settings: every shape of the corpus, planted in every place.
+
+Each secret shape is planted, fresh, in each place a recording writes (see ``_planting``),
+through the real API and a real subprocess; the raw bytes of the cassette, and of what
+``show``, ``export`` and ``report`` make of it, must hold none of them.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+import sessiontape
+from sessiontape.cli import main
+
+from ._planting import PLACES, record_planted
+from ._secrets import SHAPES, leaked
+
+
+def leaks_of(data: bytes, planted: dict[str, list[str]]) -> list[str]:
+    """The places whose planted secret is in ``data``."""
+    return [place for place, cores in planted.items() if leaked(data, cores)]
+
+
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+def test_no_shape_reaches_the_disk_from_any_place(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, planted = record_planted(tmp_path, SHAPES[kind], seed=zlib.crc32(kind.encode()))
+    assert sorted(planted) == sorted(PLACES)
+    rec = sessiontape.load(path)
+    assert rec.error is not None  # every place was written
+    assert rec.end is not None
+    assert leaks_of(path.read_bytes(), planted) == []
+
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["show", str(path), "--limit", "1000"]) == 0
+    assert main(["export", str(path), "-o", str(out / "otlp.json")]) == 0
+    assert main(["report", str(path), "-o", str(out / "report.html")]) == 0
+    shown = capsys.readouterr().out.encode()
+    assert leaks_of(shown, planted) == []
+    assert leaks_of((out / "otlp.json").read_bytes(), planted) == []
+    assert leaks_of((out / "report.html").read_bytes(), planted) == []
+    # And the tape passes the check committed tapes go through.
+    assert main(["scrub", "--check", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: no secrets found.\n"
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(SHAPES) >= 30
+    assert len(PLACES) >= 20
+
+
+def test_the_leak_check_can_fail(tmp_path: Path) -> None:
+    # The same session recorded with redaction off leaks in every place.
+    import random
+
+    text, cores = SHAPES["github classic (ghp_)"](random.Random(1))
+    path = tmp_path / "raw.jsonl"
+    with sessiontape.record(path, redact=False, config={"note": text}) as tape:
+        tape.finish(outcome={"summary": text})
+    assert leaks_of(path.read_bytes(), {"config": cores}) == ["config"]
