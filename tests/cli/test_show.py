@@ -1,14 +1,16 @@
-"""``sessiontape show``: the timeline, its filters, crashed tapes and unreadable input."""
+"""``sessiontape show``: the timeline, its filters, crashed tapes, receipts, unreadable input."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sessiontape
+from sessiontape import ReplayReport
 
 if TYPE_CHECKING:
-    from .conftest import Cli, Recorder
+    from .conftest import App, Cli, Clock, Recorder
 
 
 def _start_line(path: Path, time: str = "+0.000s", seq_width: int = 2) -> str:
@@ -148,3 +150,51 @@ def test_show_rejects_a_bad_option_value(cli: Cli, cassette: Path) -> None:
     result = cli("show", cassette, "--limit", "0")
     assert result.code == 2
     assert "argument --limit: give 1 or more" in result.err
+
+
+def _diverged_receipt(cassette: Path, clock: Clock, app: App, receipt: Path) -> ReplayReport:
+    """Replay ``cassette`` with worker-2 on another task; write the report to ``receipt``."""
+    with sessiontape.replay(cassette) as tape:
+        app(tape, clock, plan=[("worker-1", "t1"), ("worker-2", "t3")])
+        report = tape.finish()
+    receipt.write_bytes(report.to_json())
+    return report
+
+
+def test_show_marks_the_mismatches_of_a_receipt(
+    cli: Cli, cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    receipt = tmp_path / "replay.json"
+    report = _diverged_receipt(cassette, clock, app, receipt)
+    result = cli("show", cassette, "--receipt", receipt, "--from-seq", "7", "--to-seq", "10")
+    assert result.code == 0
+    assert result.lines[:4] == [
+        "+0.015s   7  worker-1  MainThread  store.complete('t1', 'abc123') -> "
+        "{'id': 't1', 'state': 'done', 'commit': 'abc123'}",
+        "+0.016s   8  worker-2  MainThread  store.claim('t2', 'worker-2') -> "
+        "{'id': 't2', 'state': 'worker-2'}  ✗ argument_mismatch, store_mismatch",
+        "+0.017s   9  worker-2  MainThread  process: git -C /srv/repo checkout -b task/t2 -> "
+        "exit 0 (2.0ms)  ✗ argument_mismatch",
+        "+0.019s  10  worker-2  MainThread  agent.execute({'task': 't2'}) -> {'state': 'done', "
+        "'usage': {'...ens': 20, 'cost_usd': 0.01}} (10.0ms)  ✗ argument_mismatch",
+    ]
+    assert result.lines[4] == f"-- replay ({receipt}): {len(report.mismatches)} mismatches."
+    assert result.lines[5:] == [
+        f"--   {m.kind.value} at seq {m.seq} ({m.worker}, {m.boundary}): {m.message}"
+        for m in report.mismatches
+    ]
+
+
+def test_show_with_a_receipt_of_a_clean_replay(
+    cli: Cli, cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    with sessiontape.replay(cassette) as tape:
+        report = tape.finish(outcome=app(tape, clock))
+    receipt = tmp_path / "replay.json"
+    receipt.write_text(json.dumps([{"nodeid": "t.py::test", **report.to_dict()}]))
+    result = cli("show", cassette, "--receipt", receipt, "--from-seq", "14")
+    assert result.code == 0
+    assert result.lines == [
+        "+0.033s  14  main  MainThread  session end: {'done': 2} after 33.0ms",
+        f"-- replay ({receipt}): no mismatch.",
+    ]

@@ -3,7 +3,8 @@
 Each line gives the time since the session started, the seq, the worker, the thread and
 what happened. A call made inside another one (the process an agent turn spawned) is
 indented under it and names its parent's seq: ``↳12``. A tape that crashed says so at
-the end.
+the end. With --receipt, the entries where a replay diverged end with ``✗`` and the kind
+of mismatch, and the mismatches are listed after the timeline.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from typing import Final
 
 from .._cassette import Recording, load
 from .._entries import Entry, boundary_of
+from .._report import Mismatch
 from ._common import (
     KINDS,
     CallTree,
     format_relative,
     kind_of,
     non_negative_int,
+    plural,
     positive_int,
     relative_ns,
     seq_ranges,
     what,
 )
+from ._receipt import add_receipt_argument, marks, read_receipt
 
 __all__ = ["SUMMARY", "add_arguments", "crash_note", "run"]
 
@@ -48,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-seq", type=non_negative_int, metavar="N", help="start at seq N")
     parser.add_argument("--to-seq", type=non_negative_int, metavar="N", help="stop after seq N")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="print at most N entries")
+    add_receipt_argument(parser)
 
 
 def _selected(entry: Entry, args: argparse.Namespace) -> bool:
@@ -76,9 +81,18 @@ def crash_note(recording: Recording) -> list[str]:
     return notes
 
 
+def _mismatch_line(m: Mismatch) -> str:
+    at = f"seq {m.seq}" if m.seq is not None else "an unrecorded call"
+    return f"{m.kind.value} at {at} ({m.worker}, {m.boundary}): {m.message}"
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape show``."""
     recording = load(args.path)
+    reports = None
+    if args.receipt:
+        reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)
+    marked = marks(reports or ())
     tree = CallTree(recording.entries)
     rows: list[tuple[str, str, str, str, str]] = []
     matched = 0
@@ -90,13 +104,17 @@ def run(args: argparse.Namespace) -> int:
             continue
         depth = tree.depth[entry.seq]
         nesting = "  " * depth + (f"↳{entry.parent} " if entry.parent is not None else "")
+        mark = ""
+        if entry.seq in marked:
+            kinds = dict.fromkeys(m.kind.value for m in marked[entry.seq])
+            mark = f"  ✗ {', '.join(kinds)}"
         rows.append(
             (
                 format_relative(relative_ns(entry, recording)),
                 str(entry.seq),
                 entry.worker,
                 entry.thread,
-                nesting + what(entry),
+                nesting + what(entry) + mark,
             )
         )
     if rows:
@@ -113,4 +131,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"... {matched - len(rows)} more entries; raise --limit to see them.")
     for note in crash_note(recording):
         print(f"-- {note}")
+    if reports is not None:
+        mismatches = [m for item in reports for m in item.report.mismatches]
+        found = plural(len(mismatches), "mismatch", "mismatches") if mismatches else "no mismatch"
+        print(f"-- replay ({args.receipt}): {found}.")
+        for mismatch in mismatches:
+            print(f"--   {_mismatch_line(mismatch)}")
     return 0
