@@ -43,7 +43,8 @@ def test_unknown_command_is_a_usage_error(cli: Cli) -> None:
 def test_help_lists_every_command(cli: Cli) -> None:
     result = cli("--help")
     assert result.code == 0
-    for name in ("demo", "show", "stats", "diff", "validate", "scrub", "slice", "report", "export"):
+    commands = ("demo", "show", "stats", "diff", "validate", "scrub", "slice", "report", "serve")
+    for name in (*commands, "export"):
         assert f"\n    {name} " in result.out
 
 

@@ -17,7 +17,7 @@ from typing import Final, Protocol
 
 from .._errors import SessiontapeError
 from .._version import __version__
-from . import _diff, _export, _report_html, _scrub, _show, _slice, _stats, _validate
+from . import _diff, _export, _report_html, _scrub, _serve, _show, _slice, _stats, _validate
 
 __all__ = ["build_parser", "main"]
 
@@ -44,6 +44,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "scrub": _scrub,
     "slice": _slice,
     "report": _report_html,
+    "serve": _serve,
     "export": _export,
 }
 
@@ -86,7 +87,8 @@ def build_parser(*, demo: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Look into sessiontape cassettes: timelines, statistics, differences, "
-        "validation, scrubbing, slicing, HTML reports and OpenTelemetry export.",
+        "validation, scrubbing, slicing, a viewer (served or as an HTML report) and "
+        "OpenTelemetry export.",
         epilog="Exit codes: 0 ok, 1 a finding (validate failed, diff found a divergence), "
         "2 a usage error or unreadable input.",
     )
