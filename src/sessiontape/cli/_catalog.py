@@ -303,7 +303,11 @@ class Catalog:
         return len(matched)
 
     def listing(self) -> list[dict[str, Any]]:
-        """The list page's data: each cassette's name, header and what is known so far."""
+        """The list page's data: each cassette's name, header and what is known so far.
+
+        ``reports`` counts the receipt's reports of the cassette (``None`` without a
+        receipt); ``mismatches`` is ``None`` when there is no report to count them in.
+        """
         out = []
         for c in self._cassettes.values():
             header, loaded = c.header, c.loaded
@@ -318,9 +322,9 @@ class Catalog:
                     "entries": len(loaded.recording) if loaded else None,
                     "crashed": loaded.recording.crashed if loaded else None,
                     "reports": None if c.reports is None else len(c.reports),
-                    "mismatches": None
-                    if c.reports is None
-                    else sum(len(r.report.mismatches) for r in c.reports),
+                    "mismatches": sum(len(r.report.mismatches) for r in c.reports)
+                    if c.reports
+                    else None,
                 }
             )
         return out

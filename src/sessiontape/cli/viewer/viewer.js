@@ -159,7 +159,7 @@
         name: c.name, path: c.path, size: null, run_id: c.run_id, entrypoint: c.entrypoint,
         recorded_at: c.recorded_at, entries: c.entries, crashed: c.crashed,
         reports: c.receipt ? c.receipt.reports.length : null,
-        mismatches: c.receipt ? c.receipt.mismatches.length : null,
+        mismatches: c.receipt && c.receipt.reports.length ? c.receipt.mismatches.length : null,
       }] };
     }
     async cassette(name) { this.check(name); return this.c; }
@@ -327,7 +327,8 @@
     const receipt = c.receipt;
     const parts = [`run ${c.run_id}`, c.entrypoint || '?', plural(c.entries, 'entry', 'entries'),
       plural(c.workers.length, 'worker'), fmtDur(c.duration_ns), c.crashed ? 'crashed' : 'complete'];
-    if (receipt) parts.push(receipt.mismatches.length ? plural(receipt.mismatches.length, 'mismatch', 'mismatches') : 'replayed ok');
+    if (receipt && !receipt.reports.length) parts.push('no replay of it in the receipt');
+    else if (receipt) parts.push(receipt.mismatches.length ? plural(receipt.mismatches.length, 'mismatch', 'mismatches') : 'replayed ok');
     $('info-line').textContent = parts.join(' · ');
     const body = $('info-table').tBodies[0];
     body.textContent = '';
