@@ -34,6 +34,7 @@ def unpack(page: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     blobs = _viewer.embedded(page.read_text(encoding="utf-8"))
     packed = json.loads(blobs["st-rows"])
     cols = packed["columns"]
+    cols["text"] = json.loads(blobs["st-text"])
     details = []
     for index, line in enumerate(blobs["st-details"].decode().splitlines()):
         kind = cols["kinds"][cols["kind"][index]]
@@ -115,6 +116,7 @@ def test_the_page_is_offline_and_runs_only_its_own_script(
     assert "alert(1)" not in page
     assert re.findall(r"<script[^>]*>", page) == [
         '<script id="st-details" type="application/gzip">',
+        '<script id="st-text" type="application/gzip">',
         '<script id="st-rows" type="application/gzip">',
         "<script>",
     ]

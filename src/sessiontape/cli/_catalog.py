@@ -41,6 +41,8 @@ MAX_LIMIT: Final = 1000
 CHILDREN_SHOWN: Final = 100
 #: Selections kept per cassette: each filter the viewer is paging through.
 _SELECTIONS_KEPT: Final = 16
+#: Cassettes this big (bytes) take a second or more to load: the log says it has begun.
+_ANNOUNCED: Final = 20_000_000
 
 
 class QueryError(ValueError):
@@ -339,6 +341,8 @@ class Catalog:
             return None
         with cassette.lock:  # one load, however many requests wait for it
             if cassette.loaded is None:
+                if cassette.size >= _ANNOUNCED:
+                    self._log(f"loading {name} ({cassette.size / 1e6:.1f} MB)...")
                 started = time.perf_counter()
                 recording = load(cassette.path)
                 receipt = None if self.receipt is None else self.receipt.path

@@ -151,11 +151,12 @@ def run(args: argparse.Namespace) -> int:
         reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)
     marked = marks(reports or ())
     title = f"sessiontape: {recording.header.entrypoint or recording.header.run_id}"
-    writer = _PageWriter(args.output, title, ["st-details", "st-rows"])
+    writer = _PageWriter(args.output, title, ["st-details", "st-text", "st-rows"])
     with _short_switches():
         writer.start()
         try:
-            # Details first: the thread compresses and writes them while the rows are built.
+            # The biggest blobs first: the thread compresses and writes each while the
+            # main thread makes the next (the rows' texts come out of the details' pass).
             texts: list[str] = []
             entries = Progress("report", len(recording)).iter(recording.entries)
             for chunk in _chunks(entries, _CHUNK):
@@ -163,10 +164,14 @@ def run(args: argparse.Namespace) -> int:
                 texts += [text for text, _ in packed]
                 writer.feed(_LINES.encode_lines([values for _, values in packed]))
             writer.end_blob()
+            writer.feed(msgspec.json.encode(texts))
+            writer.end_blob()
             rows = build_rows(recording, marked, texts=texts)
             name = os.path.basename(recording.path)
             data = cassette_data(name, recording, rows, reports, args.receipt)
-            writer.feed(msgspec.json.encode({"cassette": data, "columns": rows.columns()}))
+            columns = rows.columns()
+            del columns["text"]  # in st-text
+            writer.feed(msgspec.json.encode({"cassette": data, "columns": columns}))
             writer.end_blob()
         finally:
             writer.close()

@@ -346,19 +346,14 @@ def _short_process(entry: ProcessCall, limit: int) -> bool:
     )
 
 
-def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
-    """:func:`row_text` and :func:`detail_values` at once, with shortcuts.
+def _pack_process(entry: ProcessCall, limit: int) -> tuple[str, Sequence[Any]]:
+    if _short_process(entry, limit):  # nothing to clip: the values as they are
+        return _process_text(entry), _astuple(entry)
+    return _process_text(entry), detail_values(entry, limit)
 
-    The report packs every entry of a tape this way, so the common cases are cut short:
-    a process call with nothing to clip is encoded as it is, and the arguments and
-    result of a method call, what both the text and the details show, are encoded once.
-    """
-    if type(entry) is ProcessCall:
-        if _short_process(entry, limit):
-            return _process_text(entry), _astuple(entry)
-        return _process_text(entry), detail_values(entry, limit)
-    if not isinstance(entry, _METHODS):
-        return row_text(entry), detail_values(entry, limit)
+
+def _pack_method(entry: _Method, limit: int) -> tuple[str, Sequence[Any]]:
+    # The arguments and the result are what both the text and the details show.
     args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
     values = list(_astuple(entry))
     at_args, at_kwargs, at_result, at_error = _METHOD_AT[type(entry)]
@@ -368,6 +363,29 @@ def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
     if entry.error is not None:
         values[at_error] = _clip_raw(_encode(entry.error), limit)
     return _method_text(entry, args, kwargs, result), values
+
+
+def _pack_other(entry: Entry, limit: int) -> tuple[str, Sequence[Any]]:
+    return row_text(entry), detail_values(entry, limit)
+
+
+_PACK: Final[dict[type, Any]] = {
+    ProcessCall: _pack_process,
+    AgentTurn: _pack_method,
+    StoreMutation: _pack_method,
+    Call: _pack_method,
+}
+
+
+def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
+    """:func:`row_text` and :func:`detail_values` at once, each value encoded once.
+
+    The report packs every entry of a tape this way, so the common cases are cut short:
+    a process call with nothing to clip is encoded as it is, and the arguments and
+    result of a method call, which both the text and the details show, are encoded once.
+    """
+    packed: tuple[str, Sequence[Any]] = _PACK.get(type(entry), _pack_other)(entry, limit)
+    return packed
 
 
 def entry_object(entry: Entry, limit: int = SERVE_LIMIT) -> dict[str, Any]:

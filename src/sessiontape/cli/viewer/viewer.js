@@ -855,7 +855,9 @@
     });
     if (document.body.dataset.mode === 'report') {
       setLoading('Unpacking the report…');
-      S.api = new EmbeddedApi(JSON.parse(await unpack('st-rows')));
+      const packed = JSON.parse(await unpack('st-rows'));
+      packed.columns.text = JSON.parse(await unpack('st-text'));
+      S.api = new EmbeddedApi(packed);
     } else {
       S.api = new HttpApi();
       $('home').href = '#';
