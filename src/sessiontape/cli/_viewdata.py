@@ -4,14 +4,15 @@ A cassette is shown as one row per entry: seq, worker, kind, boundary, parent, n
 depth, start, duration, status (``ok``, ``error``, ``mismatch``) and a one-line text.
 :func:`build_rows` makes them in one pass, as columns (a list per field), so the server
 can filter a million rows in a fraction of a second and the report can embed them as one
-compact JSON object. :func:`detail_json` gives an entry's recorded fields as an array in
-the order of :data:`SCHEMA`, long strings clipped: what the detail panel shows.
+compact JSON object. :func:`detail_values` gives an entry's recorded fields as an array
+in the order of :data:`SCHEMA`, big values clipped: what the detail panel shows;
+:func:`pack` gives a row's text and its details at once, for the report.
 
 Everything here runs once per entry of tapes with hundreds of thousands of entries, and
-``report`` must write its page in under three times the time :func:`sessiontape.load`
+``report`` must write its page in about three times the time :func:`sessiontape.load`
 takes; so the row text is built here with plain string operations rather than with
-``describe()`` (which quotes and walks values, several times slower), and details are
-encoded by msgspec in one call unless a string needs clipping.
+``describe()`` (which quotes and walks values, several times slower), values are
+encoded by msgspec once each, and nothing is walked in Python.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ _OK: Final = 0
 _ERROR: Final = 1
 _MISMATCH: Final = 2
 
-#: Each entry kind's fields, in the order :func:`detail_json` writes their values.
+#: Each entry kind's fields, in the order :func:`detail_values` gives their values.
 SCHEMA: Final[dict[str, tuple[str, ...]]] = {
     KIND_OF_TYPE[cls]: tuple(cls.__struct_fields__) for cls in typing.get_args(Entry)
 }

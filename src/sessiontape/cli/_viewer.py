@@ -1,9 +1,11 @@
 """The viewer page: one HTML file, its CSS and script inlined, for ``serve`` and ``report``.
 
 The front-end is plain HTML, CSS and JavaScript shipped as package data in ``viewer/``:
-no framework and no build step. ``serve`` sends the page as it is and the script asks the
-JSON API for data; ``report`` puts the data into the page itself (gzip, base64) and the
-script serves it to the same code through an in-page copy of the API.
+no framework and no build step. Its script is ``api.js``, ``rows.js`` and ``viewer.js``
+joined, in that order, inside one strict-mode function. ``serve`` sends the page as it
+is and the script asks the JSON API for data; ``report`` puts the data into the page
+itself (gzip, base64) and the script serves it to the same code through an in-page copy
+of the API.
 
 The page carries a Content-Security-Policy that allows its own script and style (by
 hash) and nothing else: no other script runs even if recorded text were ever to reach
@@ -28,6 +30,7 @@ __all__ = ["Blob", "csp", "embedded", "page"]
 Blob = tuple[str, Iterable[bytes]]
 
 _ASSETS: Final = "viewer"
+_SCRIPTS: Final = ("api.js", "rows.js", "viewer.js")
 # Markers in index.html, each replaced once.
 _TITLE: Final = "{{title}}"
 _MODE: Final = "{{mode}}"
@@ -42,6 +45,13 @@ def _asset(name: str) -> str:
     return (resources.files(__package__) / _ASSETS / name).read_text(encoding="utf-8")
 
 
+@functools.cache
+def _script() -> str:
+    """The page's script: the files of :data:`_SCRIPTS` in one function scope."""
+    body = "\n".join(_asset(name) for name in _SCRIPTS)
+    return f"(() => {{\n'use strict';\n{body}}})();\n"
+
+
 def _hash(source: str) -> str:
     digest = hashlib.sha256(source.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
@@ -50,7 +60,7 @@ def _hash(source: str) -> str:
 @functools.cache
 def csp(*, connect: bool) -> str:
     """The page's Content-Security-Policy; ``connect`` allows requests to its own server."""
-    script, style = _hash(_asset("viewer.js")), _hash(_asset("viewer.css"))
+    script, style = _hash(_script()), _hash(_asset("viewer.css"))
     origin = "'self'" if connect else "'none'"
     return (
         f"default-src 'none'; script-src {script}; style-src {style}; img-src data:; "
@@ -91,7 +101,7 @@ def page(title: str, *, mode: str, blobs: Sequence[Blob] = ()) -> Iterator[bytes
         yield f'<script id="{element_id}" type="application/gzip">'.encode()
         yield from _base64(pieces)
         yield b"</script>\n"
-    yield tail.replace(_SCRIPT, _asset("viewer.js")).encode("utf-8")
+    yield tail.replace(_SCRIPT, _script()).encode("utf-8")
 
 
 _BLOB: Final = re.compile(
