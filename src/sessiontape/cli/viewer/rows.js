@@ -44,7 +44,9 @@ async function ensureRow(pos) {
   const row = rowAt(pos);
   if (row) return row;
   const pageIndex = Math.floor(pos / PAGE);
+  const generation = S.generation;
   const page = await S.api.page(S.name, S.filters, pageIndex * PAGE, PAGE);
+  if (generation !== S.generation) return null; // the filters changed meanwhile
   S.pages.set(pageIndex, page.rows);
   return page.rows[pos % PAGE] || null;
 }
