@@ -256,6 +256,17 @@ def test_a_missing_receipt_or_output_folder_is_one_line(
     )
 
 
+def test_the_page_never_replaces_the_cassette(cli: Cli, cassette: Path) -> None:
+    before = cassette.read_bytes()
+    result = cli("report", cassette, "-o", cassette)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        f"sessiontape: error: {cassette} is the cassette itself; name another file for the "
+        "page (-o run.html).\n"
+    )
+    assert cassette.read_bytes() == before
+
+
 def test_long_values_are_clipped_in_the_details(
     cli: Cli, record_session: Recorder, tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ import msgspec
 
 from .._cassette import load
 from .._entries import Entry
-from ._common import Progress, plural, write_atomic
+from ._common import CommandError, Progress, plural, write_atomic
 from ._receipt import add_receipt_argument, marks, read_receipt
 from ._viewdata import build_rows, cassette_data, pack
 from ._viewer import page
@@ -145,6 +145,10 @@ def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape report``."""
+    if os.path.exists(args.output) and os.path.samefile(args.output, args.path):
+        raise CommandError(
+            f"{args.output} is the cassette itself; name another file for the page (-o run.html)."
+        )
     recording = load(args.path)
     reports = None
     if args.receipt:
