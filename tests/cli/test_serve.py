@@ -246,6 +246,20 @@ def test_what_the_server_refuses(
     assert body["error"].endswith(".")
 
 
+def test_a_cassette_broken_since_the_start_is_a_json_error(
+    serve: Callable[..., Running], folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api = serve(folder)
+    tape = folder / "run.jsonl"
+    lines = tape.read_text().splitlines(keepends=True)
+    tape.write_text("".join([*lines[:3], "{not json\n", *lines[4:]]))
+    status, body = api.get("/api/cassettes/run.jsonl")
+    assert status == 500
+    assert body["error"].startswith(f"{tape}:4: not valid JSON (")
+    assert body["error"].endswith("Fix or delete the line, or re-record the cassette.")
+    assert capsys.readouterr().err == f"sessiontape serve: {body['error']}\n"
+
+
 def test_only_reads_for_this_host_are_answered(serve: Callable[..., Running], folder: Path) -> None:
     api = serve(folder)
     port = api.server.server_address[1]

@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import msgspec
 
-from .._errors import SessiontapeError
+from .._errors import CassetteError
 from ._catalog import MAX_LIMIT, Catalog, Query, QueryError
 from ._viewer import csp, page
 
@@ -157,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(exc.status, str(exc))
         except QueryError as exc:
             self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
-        except SessiontapeError as exc:  # a cassette that no longer loads
+        except CassetteError as exc:  # a cassette that no longer loads
             sys.stderr.write(f"sessiontape serve: {exc}\n")
             self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc))
 
