@@ -1,9 +1,12 @@
-"""Every task a contributor runs: ``nox -s tests lint typecheck bench demo reliability``.
+"""Every task a contributor runs: ``nox -s tests lint typecheck browser bench demo reliability``.
 
 The tools are pinned so that a green run here is a green run in CI.
 """
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import nox
 
@@ -40,6 +43,47 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (settings in pyproject.toml)."""
     session.install("-e", ".", MYPY)
     session.run("mypy")
+
+
+#: Where Debian's package puts Chromium. Playwright's own browser download is not used:
+#: it needs a network this project's machines do not have.
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _chromium(session: nox.Session) -> str:
+    """A Chromium for Playwright: $SESSIONTAPE_CHROMIUM, the PATH's, or Debian's package.
+
+    As root with apt-get, a missing Chromium is installed from Debian; otherwise the
+    session fails and says how to get one.
+    """
+    for candidate in (os.environ.get("SESSIONTAPE_CHROMIUM"), shutil.which("chromium"), CHROMIUM):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        # A fresh machine's package lists may be empty: read them first.
+        apt_env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", "-q", external=True, env=apt_env)
+        session.run("apt-get", "install", "-y", "-q", "chromium", external=True, env=apt_env)
+        if os.path.exists(CHROMIUM):
+            return CHROMIUM
+    session.error(
+        f"no Chromium at {CHROMIUM} or on the PATH. Install Debian's package "
+        "(sudo apt-get install chromium), or set SESSIONTAPE_CHROMIUM to a Chromium binary."
+    )
+    raise AssertionError("unreachable: session.error raises")
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The viewer (serve and report) in headless Chromium, driven by Playwright.
+
+    A missing Playwright or Chromium fails the session: SESSIONTAPE_BROWSER_REQUIRED=1
+    turns the tests' skip into a failure.
+    """
+    session.install("-e", ".[test,browser]")
+    chromium = _chromium(session)
+    env = {"SESSIONTAPE_BROWSER_REQUIRED": "1", "SESSIONTAPE_CHROMIUM": chromium}
+    session.run("pytest", "tests/browser", "-p", "no:randomly", *session.posargs, env=env)
 
 
 @nox.session

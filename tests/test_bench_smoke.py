@@ -66,7 +66,7 @@ def test_suite_results_and_report(bench: ModuleType, tmp_path: Path) -> None:
     results = bench.run_suite("tiny", workdir=tmp_path, others=False, log=lambda _: None)
     res = results["results"]
 
-    assert set(res) == {"disabled", "record", "replay_call", "end_to_end", "load"}
+    assert set(res) == {"disabled", "record", "replay_call", "end_to_end", "load", "report"}
     for key in ("sessiontape", "sessiontape_patch_time_false", "sessiontape_no_paths", "deque",
                 "patch_subprocess"):  # fmt: skip
         assert _positive(res["replay_call"][key]["median_ns"]), key
@@ -91,6 +91,11 @@ def test_suite_results_and_report(bench: ModuleType, tmp_path: Path) -> None:
         assert _positive(orch["recorded_ns"])
         assert orch["calls_recorded"] > 0
     assert res["disabled"]["runner_is_inner"] is True
+    rep = res["report"]
+    assert rep["entries"] == 300
+    for key in ("page_bytes", "tape_bytes", "size_ratio", "load_ns", "report_ns", "time_ratio"):
+        assert _positive(rep[key]), key
+    assert results["tapes"]["report"]["entries"] == 300
     assert _positive(res["disabled"]["failed_writer"]["median_ns"])
 
     ids = {row["id"] for row in results["figures"]}
@@ -106,6 +111,7 @@ def test_suite_results_and_report(bench: ModuleType, tmp_path: Path) -> None:
     assert "## Summary" in text
     assert "## Machine" in text
     assert "| figure | sessiontape | baseline |" in text
+    assert "## 6. The report page" in text
 
 
 def test_against_pytest_subprocess(bench: ModuleType) -> None:

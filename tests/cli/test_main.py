@@ -46,7 +46,8 @@ def test_help_lists_every_command(cli: Cli) -> None:
     result = cli("--help")
     assert result.code == 0
     for name in (
-        "demo", "list", "show", "stats", "diff", "validate", "scrub", "slice", "report", "export",
+        "demo", "list", "show", "stats", "diff", "validate", "scrub", "slice", "report", "serve",
+        "export",
     ):  # fmt: skip
         assert f"\n    {name} " in result.out
 

@@ -1,4 +1,4 @@
-"""``sessiontape show``: the timeline, its filters, crashed tapes and unreadable input."""
+"""``sessiontape show``: the timeline, its filters, crashed tapes, receipts, unreadable input."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 import sessiontape
+from sessiontape import ReplayReport
 from sessiontape.cli import _common
 
 from .conftest import Terminal
 
 if TYPE_CHECKING:
-    from .conftest import Cli, Recorder
+    from .conftest import App, Cli, Clock, Recorder
 
 
 def _start_line(path: Path, time: str = "+0.000s", seq_width: int = 2) -> str:
@@ -182,6 +183,7 @@ def test_show_json_gives_the_five_ws_of_each_entry(cli: Cli, cassette: Path) -> 
                 "start_ns": 0,
                 "duration_ns": 1_000_000,
                 "what": "store.claim('t1', 'worker-1') -> {'id': 't1', 'state': 'worker-1'}",
+                "mismatches": [],
             },
             {
                 "seq": 3,
@@ -194,6 +196,7 @@ def test_show_json_gives_the_five_ws_of_each_entry(cli: Cli, cassette: Path) -> 
                 "start_ns": 1_000_000,
                 "duration_ns": 2_000_000,
                 "what": "process: git -C /srv/repo checkout -b task/t1 -> exit 0 (2.0ms)",
+                "mismatches": [],
             },
         ],
     }
@@ -224,3 +227,67 @@ def test_show_progress_on_a_terminal_leaves_stdout_alone(
     assert result.lines == [_start_line(cassette), *TIMELINE]
     assert terminal.getvalue().startswith("\rshow: 0/15 entries (0%)\rshow: 1/15 entries (6%)")
     assert terminal.getvalue().endswith("\r\x1b[K")
+
+
+def _diverged_receipt(cassette: Path, clock: Clock, app: App, receipt: Path) -> ReplayReport:
+    """Replay ``cassette`` with worker-2 on another task; write the report to ``receipt``."""
+    with sessiontape.replay(cassette) as tape:
+        app(tape, clock, plan=[("worker-1", "t1"), ("worker-2", "t3")])
+        report = tape.finish()
+    receipt.write_bytes(report.to_json())
+    return report
+
+
+def test_show_marks_the_mismatches_of_a_receipt(
+    cli: Cli, cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    receipt = tmp_path / "replay.json"
+    report = _diverged_receipt(cassette, clock, app, receipt)
+    result = cli("show", cassette, "--receipt", receipt, "--from-seq", "7", "--to-seq", "10")
+    assert result.code == 0
+    assert result.lines[:4] == [
+        "+0.015s   7  worker-1  MainThread  store.complete('t1', 'abc123') -> "
+        "{'id': 't1', 'state': 'done', 'commit': 'abc123'}",
+        "+0.016s   8  worker-2  MainThread  store.claim('t2', 'worker-2') -> "
+        "{'id': 't2', 'state': 'worker-2'}  ✗ argument_mismatch, store_mismatch",
+        "+0.017s   9  worker-2  MainThread  process: git -C /srv/repo checkout -b task/t2 -> "
+        "exit 0 (2.0ms)  ✗ argument_mismatch",
+        "+0.019s  10  worker-2  MainThread  agent.execute({'task': 't2'}) -> {'state': 'done', "
+        "'usage': {'...ens': 20, 'cost_usd': 0.01}} (10.0ms)  ✗ argument_mismatch",
+    ]
+    assert result.lines[4] == f"-- replay ({receipt}): {len(report.mismatches)} mismatches."
+    assert result.lines[5:] == [
+        f"--   {m.kind.value} at seq {m.seq} ({m.worker}, {m.boundary}): {m.message}"
+        for m in report.mismatches
+    ]
+
+
+def test_show_json_carries_the_mismatches_of_a_receipt(
+    cli: Cli, cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    receipt = tmp_path / "replay.json"
+    _diverged_receipt(cassette, clock, app, receipt)
+    args = ("show", cassette, "--receipt", receipt, "--from-seq", "7", "--to-seq", "9", "--json")
+    result = cli(*args)
+    assert (result.code, result.err) == (0, "")
+    entries = json.loads(result.out)["entries"]
+    assert [(e["seq"], e["mismatches"]) for e in entries] == [
+        (7, []),
+        (8, ["argument_mismatch", "store_mismatch"]),
+        (9, ["argument_mismatch"]),
+    ]
+
+
+def test_show_with_a_receipt_of_a_clean_replay(
+    cli: Cli, cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    with sessiontape.replay(cassette) as tape:
+        report = tape.finish(outcome=app(tape, clock))
+    receipt = tmp_path / "replay.json"
+    receipt.write_text(json.dumps([{"nodeid": "t.py::test", **report.to_dict()}]))
+    result = cli("show", cassette, "--receipt", receipt, "--from-seq", "14")
+    assert result.code == 0
+    assert result.lines == [
+        "+0.033s  14  main  MainThread  session end: {'done': 2} after 33.0ms",
+        f"-- replay ({receipt}): no mismatch.",
+    ]

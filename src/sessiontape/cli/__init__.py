@@ -1,6 +1,7 @@
-"""The ``sessiontape`` command line: look into, check, cut, scrub and export cassettes.
+"""The ``sessiontape`` command line: look into, check, cut, scrub, view and export cassettes.
 
-``sessiontape list | show | stats | diff | validate | scrub | slice | report | export |
+``sessiontape list | show | stats | diff | validate | scrub | slice | report | serve |
+export |
 demo``; ``sessiontape COMMAND --help`` says more. :func:`main` runs it from Python and returns the
 exit code: 0 ok, 1 a finding, 2 a usage error or unreadable input.
 """

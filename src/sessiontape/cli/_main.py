@@ -19,7 +19,18 @@ from typing import Final, Protocol
 
 from .._errors import SessiontapeError
 from .._version import __version__
-from . import _diff, _export, _list, _report_html, _scrub, _show, _slice, _stats, _validate
+from . import (
+    _diff,
+    _export,
+    _list,
+    _report_html,
+    _scrub,
+    _serve,
+    _show,
+    _slice,
+    _stats,
+    _validate,
+)
 from ._common import EXIT_CODES
 
 __all__ = ["build_parser", "main"]
@@ -51,6 +62,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "scrub": _scrub,
     "slice": _slice,
     "report": _report_html,
+    "serve": _serve,
     "export": _export,
 }
 
@@ -95,8 +107,9 @@ def build_parser(*, demo: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Look into sessiontape cassettes: listings, timelines, statistics, "
-        "differences, validation, scrubbing, slicing, HTML reports and OpenTelemetry export. "
-        "list, show, stats, validate and diff take --json for scripts.",
+        "differences, validation, scrubbing, slicing, a viewer (served or as an HTML report) "
+        "and OpenTelemetry export. list, show, stats, validate and diff take --json for "
+        "scripts.",
         epilog=_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")

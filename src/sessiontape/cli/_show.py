@@ -3,11 +3,13 @@
 Each line gives the time since the session started, the seq, the worker, the thread and
 what happened. A call made inside another one (the process an agent turn spawned) is
 indented under it and names its parent's seq: ``↳12``. A tape that crashed says so at
-the end.
+the end. With --receipt, the entries where a replay diverged end with ``✗`` and the kind
+of mismatch, and the mismatches are listed after the timeline.
 
 --json prints the same as one JSON object: the cassette, how it ended, and the selected
 entries with their seq, kind, boundary, worker, thread, parent, nesting depth, start and
-duration (ns since the session started) and what happened.
+duration (ns since the session started), what happened, and the kinds of mismatch the
+receipt names for it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 from typing import Any, Final
 
 from ..cassette import Blob, Entry, ProcessCall, Recording, boundary_of, process_payloads
+from ..report import Mismatch
 from ._common import (
     KINDS,
     CallTree,
@@ -24,6 +27,7 @@ from ._common import (
     format_relative,
     kind_of,
     non_negative_int,
+    plural,
     positive_int,
     print_json,
     read_recording,
@@ -31,6 +35,7 @@ from ._common import (
     seq_ranges,
     what,
 )
+from ._receipt import add_receipt_argument, marks, read_receipt
 
 __all__ = ["SUMMARY", "add_arguments", "crash_note", "run"]
 
@@ -56,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to-seq", type=non_negative_int, metavar="N", help="stop after seq N")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="print at most N entries")
     parser.add_argument("--json", action="store_true", help="print the timeline as JSON")
+    add_receipt_argument(parser)
 
 
 def _selected(entry: Entry, args: argparse.Namespace) -> bool:
@@ -119,7 +125,21 @@ def _selection(
     return shown, matched
 
 
-def _as_json(recording: Recording, shown: list[tuple[Entry, int]], matched: int) -> dict[str, Any]:
+def _mismatch_line(m: Mismatch) -> str:
+    at = f"seq {m.seq}" if m.seq is not None else "an unrecorded call"
+    return f"{m.kind.value} at {at} ({m.worker}, {m.boundary}): {m.message}"
+
+
+def _mark_kinds(marked: dict[int, list[Mismatch]], seq: int) -> list[str]:
+    return list(dict.fromkeys(m.kind.value for m in marked.get(seq, ())))
+
+
+def _as_json(
+    recording: Recording,
+    shown: list[tuple[Entry, int]],
+    matched: int,
+    marked: dict[int, list[Mismatch]],
+) -> dict[str, Any]:
     return {
         "cassette": recording.path,
         "run_id": recording.header.run_id,
@@ -142,6 +162,7 @@ def _as_json(recording: Recording, shown: list[tuple[Entry, int]], matched: int)
                 "start_ns": relative_ns(entry, recording),
                 "duration_ns": call_duration(entry),
                 "what": what(entry) + _process_note(entry),
+                "mismatches": _mark_kinds(marked, entry.seq),
             }
             for entry, depth in shown
         ],
@@ -151,9 +172,13 @@ def _as_json(recording: Recording, shown: list[tuple[Entry, int]], matched: int)
 def run(args: argparse.Namespace) -> int:
     """``sessiontape show``."""
     recording = read_recording(args.path)
+    reports = None
+    if args.receipt:
+        reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)
+    marked = marks(reports or ())
     shown, matched = _selection(recording, args)
     if args.json:
-        print_json(_as_json(recording, shown, matched))
+        print_json(_as_json(recording, shown, matched, marked))
         return 0
     rows = [
         (
@@ -164,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
             "  " * depth
             + (f"↳{entry.parent} " if entry.parent is not None else "")
             + what(entry)
-            + _process_note(entry),
+            + _process_note(entry)
+            + (f"  ✗ {', '.join(_mark_kinds(marked, entry.seq))}" if entry.seq in marked else ""),
         )
         for entry, depth in shown
     ]
@@ -182,4 +208,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"... {matched - len(rows)} more entries; raise --limit to see them.")
     for note in crash_note(recording):
         print(f"-- {note}")
+    if reports is not None:
+        mismatches = [m for item in reports for m in item.report.mismatches]
+        found = plural(len(mismatches), "mismatch", "mismatches") if mismatches else "no mismatch"
+        print(f"-- replay ({args.receipt}): {found}.")
+        for mismatch in mismatches:
+            print(f"--   {_mismatch_line(mismatch)}")
     return 0

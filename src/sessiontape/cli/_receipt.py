@@ -1,0 +1,167 @@
+"""Replay receipts read back by ``report``, ``show`` and ``serve`` to mark mismatches.
+
+A receipt is the JSON a replay left behind, in either of its two forms:
+
+* one report object, as ``ReplayReport.to_json()`` writes it;
+* the list ``pytest --sessiontape-report PATH`` writes: one report object per replayed
+  test item, each with the item's ``nodeid`` added.
+
+A receipt may hold reports of many cassettes (a whole corpus run). The reports of one
+cassette are those of its run id; when several cassettes share a run id (a copy altered
+by hand, a slice), the reports whose ``cassette`` path names the same file win.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, final
+
+import msgspec
+
+from ..report import Mismatch, ReplayReport
+from ._common import CommandError, plural
+
+__all__ = [
+    "RECEIPT_HELP",
+    "Receipt",
+    "ReceiptReport",
+    "add_receipt_argument",
+    "marks",
+    "read_receipt",
+]
+
+#: The ``--receipt`` help text, the same in every command that takes one.
+RECEIPT_HELP: Final = (
+    "mark the mismatches of a replay: the JSON of ReplayReport.to_json(), or the list "
+    "'pytest --sessiontape-report PATH' writes (the reports of this cassette are picked "
+    "by run id)"
+)
+
+
+@final
+class ReceiptReport(msgspec.Struct, frozen=True):
+    """One report of a receipt, with the pytest item that replayed it (if any)."""
+
+    report: ReplayReport
+    nodeid: str | None = None
+
+
+@final
+class Receipt:
+    """The reports of a receipt file, in the order written."""
+
+    __slots__ = ("path", "reports")
+
+    def __init__(self, path: str, reports: Sequence[ReceiptReport]) -> None:
+        self.path = path
+        self.reports = list(reports)
+
+    def reports_for(self, run_id: str, cassette: str) -> list[ReceiptReport]:
+        """The reports of the cassette at ``cassette`` whose header has ``run_id``.
+
+        Among several reports of the run, those naming the same file (or, failing that, a
+        file of the same name) are kept: copies of a tape share its run id.
+        """
+        same_run = [r for r in self.reports if r.report.run_id == run_id]
+        if len(same_run) <= 1:
+            return same_run
+        for same in (_same_file, _same_name):
+            picked = [r for r in same_run if same(r.report.cassette, cassette)]
+            if picked:
+                return picked
+        return same_run
+
+    def require(self, run_id: str, cassette: str) -> list[ReceiptReport]:
+        """:meth:`reports_for`, or a :class:`CommandError` saying why none applies."""
+        found = self.reports_for(run_id, cassette)
+        if found:
+            return found
+        if len(self.reports) == 1:
+            other = self.reports[0].report.run_id
+            raise CommandError(
+                f"the replay report {self.path} is of run {other}, the cassette {cassette} "
+                f"of run {run_id}; pass the report of a replay of this cassette."
+            )
+        raise CommandError(
+            f"the receipt {self.path} holds {plural(len(self.reports), 'report')}, none of "
+            f"run {run_id} (the cassette {cassette}); pass the receipt of a run that "
+            "replayed this cassette."
+        )
+
+
+def marks(reports: Sequence[ReceiptReport]) -> dict[int, list[Mismatch]]:
+    """The mismatches of ``reports`` by the seq of the recorded entry they concern.
+
+    Mismatches without a recorded entry (an unexpected call, a call past the end of the
+    tape) have no seq and so mark no entry.
+    """
+    marked: dict[int, list[Mismatch]] = {}
+    for item in reports:
+        for mismatch in item.report.mismatches:
+            if mismatch.seq is not None:
+                marked.setdefault(mismatch.seq, []).append(mismatch)
+    return marked
+
+
+def read_receipt(path: str) -> Receipt:
+    """Read a receipt in either form; a :class:`CommandError` says what is wrong with it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(
+            f"cannot read the receipt {path}: {exc.strerror or exc}. Check the path."
+        ) from None
+    try:
+        parsed: Any = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CommandError(f"{path} is not a replay receipt: it is not JSON ({exc}).") from None
+    if isinstance(parsed, dict):
+        return Receipt(path, [_report(path, parsed, None)])
+    if isinstance(parsed, list):
+        return Receipt(path, [_report(path, item, index) for index, item in enumerate(parsed)])
+    raise CommandError(
+        f"{path} is not a replay receipt: expected the JSON object ReplayReport.to_json() "
+        "writes or the list 'pytest --sessiontape-report' writes, found "
+        f"{type(parsed).__name__}."
+    )
+
+
+def _report(path: str, item: Any, index: int | None) -> ReceiptReport:
+    where = f"{path}" if index is None else f"{path}, item {index}"
+    if not isinstance(item, dict):
+        raise CommandError(
+            f"{where} is not a replay report: expected a JSON object, found "
+            f"{type(item).__name__}. Pass the file ReplayReport.to_json() or "
+            "'pytest --sessiontape-report' wrote."
+        )
+    try:
+        # from_json restores what to_json turned into text (a missing side of a diff).
+        report = ReplayReport.from_json(msgspec.json.encode(item))
+    except msgspec.ValidationError as exc:
+        raise CommandError(
+            f"{where} is not a replay report written by ReplayReport.to_json() or "
+            f"'pytest --sessiontape-report' ({exc})."
+        ) from None
+    nodeid = item.get("nodeid")
+    return ReceiptReport(report, nodeid if isinstance(nodeid, str) else None)
+
+
+def add_receipt_argument(parser: argparse.ArgumentParser) -> None:
+    """``--receipt PATH`` (alias ``--replay-report``), for ``report``, ``show`` and ``serve``."""
+    parser.add_argument(
+        "--receipt", "--replay-report", dest="receipt", metavar="JSON", help=RECEIPT_HELP
+    )
+
+
+def _same_file(recorded: str, cassette: str) -> bool:
+    try:
+        return os.path.samefile(recorded, cassette)
+    except OSError:
+        return False
+
+
+def _same_name(recorded: str, cassette: str) -> bool:
+    return os.path.basename(recorded) == os.path.basename(cassette)

@@ -1,0 +1,483 @@
+"""The viewer's data, shared by ``serve`` and ``report``: rows, entry details, summaries.
+
+A cassette is shown as one row per entry: seq, worker, kind, boundary, parent, nesting
+depth, start, duration, status (``ok``, ``error``, ``mismatch``) and a one-line text.
+:func:`build_rows` makes them in one pass, as columns (a list per field), so the server
+can filter a million rows in a fraction of a second and the report can embed them as one
+compact JSON object. :func:`detail_values` gives an entry's recorded fields as an array
+in the order of :data:`SCHEMA`, big values clipped: what the detail panel shows;
+:func:`pack` gives a row's text and its details at once, for the report.
+
+Everything here runs once per entry of tapes with hundreds of thousands of entries, and
+``report`` must write its page in about three times the time :func:`sessiontape.load`
+takes; so the row text is built here with plain string operations rather than with
+``describe()`` (which quotes and walks values, several times slower), values are
+encoded by msgspec once each, and nothing is walked in Python.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Final, final
+
+import msgspec
+
+from ..cassette import (
+    AgentTurn,
+    Call,
+    Entry,
+    Error,
+    ProcessCall,
+    Recording,
+    StoreMutation,
+    boundary_of,
+)
+from ..report import format_ms
+from ._common import KIND_OF_TYPE, KINDS, CallTree, call_duration, recorded_duration, what
+from ._receipt import ReceiptReport
+from ._show import crash_note
+
+__all__ = [
+    "CLIPPED",
+    "MORE",
+    "REPORT_LIMIT",
+    "SCHEMA",
+    "SERVE_LIMIT",
+    "STATUSES",
+    "Rows",
+    "build_rows",
+    "cassette_data",
+    "detail_values",
+    "entry_object",
+    "mismatch_data",
+    "pack",
+    "row_text",
+]
+
+#: Row statuses, by the number the ``status`` column holds. Only these get status colours.
+STATUSES: Final = ("ok", "error", "mismatch")
+_OK: Final = 0
+_ERROR: Final = 1
+_MISMATCH: Final = 2
+
+#: Each entry kind's fields, in the order :func:`detail_values` gives their values.
+SCHEMA: Final[dict[str, tuple[str, ...]]] = {
+    KIND_OF_TYPE[cls]: tuple(cls.__struct_fields__) for cls in typing.get_args(Entry)
+}
+
+#: Recorded values longer than this (characters of text, bytes of JSON) are clipped in
+#: the report's entry details; the cassette has them whole.
+REPORT_LIMIT: Final = 400
+#: ... and in the server's, which sends one entry at a time.
+SERVE_LIMIT: Final = 256 * 1024
+
+#: The widest a row's text gets, and the widest a value in it (arguments, result).
+TEXT_WIDTH: Final = 160
+_VALUE_WIDTH: Final = 60
+
+_encode = msgspec.json.encode
+_astuple = msgspec.structs.astuple
+
+
+@final
+class Rows:
+    """One cassette's rows, as columns: ``seq[i]``, ``worker[i]``, ... describe entry ``i``.
+
+    ``worker``, ``kind`` and ``boundary`` hold indexes into ``workers``, ``kinds`` (which
+    is :data:`~sessiontape.cli._common.KINDS`) and ``boundaries``; ``boundary`` is ``None``
+    for session metadata and ``parent`` for a top-level call. ``start`` and ``duration``
+    are ns since the session started (monotonic clock) and ns taken; ``status`` indexes
+    :data:`STATUSES`. ``tree`` holds the parent links.
+    """
+
+    __slots__ = (
+        "boundaries",
+        "boundary",
+        "depth",
+        "duration",
+        "kind",
+        "parent",
+        "seq",
+        "start",
+        "status",
+        "text",
+        "tree",
+        "worker",
+        "workers",
+    )
+
+    def __init__(self, tree: CallTree) -> None:
+        self.tree = tree
+        self.seq: list[int] = []
+        self.worker: list[int] = []
+        self.kind: list[int] = []
+        self.boundary: list[int | None] = []
+        self.parent: list[int | None] = []
+        self.depth: list[int] = []
+        self.start: list[int] = []
+        self.duration: list[int] = []
+        self.status: list[int] = []
+        self.text: list[str] = []
+        self.workers: list[str] = []
+        self.boundaries: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def row(self, index: int) -> dict[str, Any]:
+        """Row ``index`` as the JSON API gives it (and the page's embedded API builds it)."""
+        boundary = self.boundary[index]
+        return {
+            "index": index,
+            "seq": self.seq[index],
+            "worker": self.workers[self.worker[index]],
+            "kind": KINDS[self.kind[index]],
+            "boundary": None if boundary is None else self.boundaries[boundary],
+            "parent": self.parent[index],
+            "depth": self.depth[index],
+            "start_ns": self.start[index],
+            "duration_ns": self.duration[index],
+            "status": STATUSES[self.status[index]],
+            "text": self.text[index],
+        }
+
+    def columns(self) -> dict[str, Any]:
+        """Every column and name list, as the report embeds them."""
+        return {
+            "seq": self.seq,
+            "worker": self.worker,
+            "kind": self.kind,
+            "boundary": self.boundary,
+            "parent": self.parent,
+            "depth": self.depth,
+            "start": self.start,
+            "duration": self.duration,
+            "status": self.status,
+            "text": self.text,
+            "workers": self.workers,
+            "kinds": list(KINDS),
+            "boundaries": self.boundaries,
+            "statuses": list(STATUSES),
+        }
+
+
+def build_rows(
+    recording: Recording, mismatched: Collection[int] = (), *, texts: list[str] | None = None
+) -> Rows:
+    """The rows of ``recording``; entries whose seq is in ``mismatched`` get that status.
+
+    ``texts`` are the rows' texts when the caller has them already (from :func:`pack`).
+
+    One list comprehension per column: this runs over every entry of tapes of a million
+    entries, and a comprehension costs a fraction of a loop appending to ten lists.
+    """
+    entries = recording.entries
+    rows = Rows(CallTree(entries))
+    depth = rows.tree.depth
+    base = recording.header.mono_ns
+    names = [e.worker for e in entries]
+    workers = {name: index for index, name in enumerate(dict.fromkeys(names))}
+    found = [boundary_of(e) for e in entries]
+    boundaries = [name for name in dict.fromkeys(found) if name is not None]
+    boundary_index: dict[str | None, int | None] = {n: i for i, n in enumerate(boundaries)}
+    boundary_index[None] = None
+    kind_index = {cls: index for index, cls in enumerate(KIND_OF_TYPE)}
+    rows.seq = seqs = [e.seq for e in entries]
+    rows.worker = [workers[name] for name in names]
+    rows.kind = [kind_index[type(e)] for e in entries]
+    rows.boundary = [boundary_index[name] for name in found]
+    rows.parent = [e.parent for e in entries]
+    rows.depth = [depth[seq] for seq in seqs]
+    rows.start = [e.mono_ns - base for e in entries]
+    rows.duration = [call_duration(e) for e in entries]
+    rows.status = [_status(e) for e in entries]
+    if mismatched:
+        statuses = zip(seqs, rows.status, strict=True)
+        rows.status = [_MISMATCH if seq in mismatched else status for seq, status in statuses]
+    rows.text = texts if texts is not None else [row_text(e) for e in entries]
+    rows.workers = list(workers)
+    rows.boundaries = boundaries
+    return rows
+
+
+def _status(entry: Entry) -> int:
+    """``error`` for a call that failed as recorded (exit code, timeout, exception)."""
+    kind = type(entry)
+    if kind is ProcessCall:
+        failed = entry.returncode != 0 or entry.timed_out or entry.spawn_error is not None  # type: ignore[union-attr]
+        return _ERROR if failed else _OK
+    if kind is AgentTurn or kind is StoreMutation or kind is Call:
+        return _OK if entry.error is None else _ERROR  # type: ignore[union-attr]
+    return _ERROR if kind is Error else _OK
+
+
+def _brief(raw: bytes, strip: bool = False) -> str:
+    """Encoded JSON made short (``strip`` drops the brackets of a list or object)."""
+    text = raw[: 4 * _VALUE_WIDTH].decode("utf-8", "ignore")
+    if strip:
+        text = text[1:-1] if len(raw) <= 4 * _VALUE_WIDTH else text[1:]
+    return text if len(text) <= _VALUE_WIDTH else text[: _VALUE_WIDTH - 1] + "…"
+
+
+def _process_text(entry: ProcessCall) -> str:
+    command = " ".join(entry.argv)
+    if len(command) > TEXT_WIDTH:
+        command = command[: TEXT_WIDTH - 1] + "…"
+    if entry.spawn_error is not None:
+        return f"{command} -> {entry.spawn_error.type}: {entry.spawn_error.message}"
+    if entry.timed_out:
+        return f"{command} -> timed out after {entry.timeout}s"
+    return f"{command} -> exit {entry.returncode}"
+
+
+_Method = AgentTurn | StoreMutation | Call
+_METHODS: Final = (AgentTurn, StoreMutation, Call)
+
+
+def _method_name(entry: _Method) -> str:
+    if type(entry) is AgentTurn:
+        return f"{entry.agent}.{entry.method}"
+    if type(entry) is StoreMutation:
+        return f"{entry.store}.{entry.operation}"
+    return f"{entry.boundary}.{entry.method}"  # type: ignore[union-attr]
+
+
+def _method_text(entry: _Method, args: bytes, kwargs: bytes, result: bytes) -> str:
+    """``name(args) -> result``, from the encoded arguments and result."""
+    shown = _brief(args, strip=True) if entry.args else ""
+    if entry.kwargs:
+        named = _brief(kwargs, strip=True)
+        shown = f"{shown}, {named}" if shown else named
+    if entry.error is not None:
+        outcome = f"{entry.error.type}: {entry.error.message}"
+    else:
+        outcome = _brief(result)
+    text = f"{_method_name(entry)}({shown}) -> {outcome}"
+    return text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 1] + "…"
+
+
+def row_text(entry: Entry) -> str:
+    """What happened, on one line: ``git status -> exit 0``, ``store.claim("t1") -> {...}``.
+
+    Session metadata (start, snapshots, errors, end) is described as ``sessiontape show``
+    describes it; a call is its command or method, arguments and outcome, values as JSON.
+    """
+    if type(entry) is ProcessCall:
+        return _process_text(entry)
+    if isinstance(entry, _METHODS):
+        args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
+        return _method_text(entry, args, kwargs, result)
+    return what(entry, width=TEXT_WIDTH)
+
+
+#: The fields that hold recorded data of any size; the others hold numbers, flags, names.
+_DATA_FIELDS: Final = frozenset(
+    {"argv", "env", "input", "stdout", "stderr", "spawn_error", "args", "kwargs", "result"}
+    | {"error", "data", "outcome", "config", "message", "traceback"}
+)
+_DATA_AT: Final[dict[type, tuple[int, ...]]] = {
+    cls: tuple(i for i, name in enumerate(cls.__struct_fields__) if name in _DATA_FIELDS)
+    for cls in typing.get_args(Entry)
+}
+
+#: Marks a value whose JSON was clipped: ``{CLIPPED: "<its first characters>", MORE: n}``.
+CLIPPED: Final = "$clipped_json"
+MORE: Final = "$more_bytes"
+
+
+def _clip_text(value: str, limit: int) -> str:
+    return f"{value[:limit]}… ({len(value) - limit:,} more characters in the cassette)"
+
+
+def _clip_raw(raw: bytes, limit: int) -> Any:
+    """Encoded JSON as it is, or its first ``limit`` bytes when it is longer."""
+    if len(raw) <= limit:
+        return msgspec.Raw(raw)
+    while raw[limit] & 0xC0 == 0x80:  # not in the middle of a character's UTF-8 bytes
+        limit -= 1
+    return {CLIPPED: raw[:limit].decode("utf-8"), MORE: len(raw) - limit}
+
+
+def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
+    """The entry's field values in :data:`SCHEMA` order, the big ones clipped at ``limit``.
+
+    A recorded string longer than ``limit`` characters keeps its first ``limit`` and says
+    how many more the cassette holds. Any other recorded value (arguments, a result, an
+    environment) whose JSON is longer than ``limit`` bytes is replaced by its first
+    ``limit`` bytes of JSON, as ``{CLIPPED: text, MORE: bytes left}``. Numbers, flags and
+    names are kept as they are. Each value is encoded once: the small ones come back as
+    ``msgspec.Raw``.
+    """
+    values = list(_astuple(entry))
+    for at in _DATA_AT[type(entry)]:
+        value = values[at]
+        if value is None:
+            continue
+        if type(value) is str:
+            if len(value) > limit:
+                values[at] = _clip_text(value, limit)
+        else:
+            values[at] = _clip_raw(_encode(value), limit)
+    return values
+
+
+# Where a method call's args, kwargs, result and error are among its values, by type.
+_METHOD_AT: Final = {
+    cls: tuple(cls.__struct_fields__.index(f) for f in ("args", "kwargs", "result", "error"))
+    for cls in _METHODS
+}
+
+
+def _short_process(entry: ProcessCall, limit: int) -> bool:
+    """Whether no recorded value of a process call can be over ``limit``, checked cheaply.
+
+    Its payloads are plain strings (or nothing) of at most ``limit`` characters, it has
+    no environment delta and no spawn error, and its argv is short enough that even with
+    every character escaped (six bytes at most) its JSON fits.
+    """
+    out, err, stdin, argv = entry.stdout, entry.stderr, entry.input, entry.argv
+    return (
+        (out is None or (type(out) is str and len(out) <= limit))
+        and (err is None or (type(err) is str and len(err) <= limit))
+        and (stdin is None or (type(stdin) is str and len(stdin) <= limit))
+        and not entry.env
+        and entry.spawn_error is None
+        and 6 * sum(map(len, argv)) + 3 * len(argv) + 2 <= limit
+    )
+
+
+def _pack_process(entry: ProcessCall, limit: int) -> tuple[str, Sequence[Any]]:
+    if _short_process(entry, limit):  # nothing to clip: the values as they are
+        return _process_text(entry), _astuple(entry)
+    return _process_text(entry), detail_values(entry, limit)
+
+
+def _pack_method(entry: _Method, limit: int) -> tuple[str, Sequence[Any]]:
+    # The arguments and the result are what both the text and the details show.
+    args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
+    values = list(_astuple(entry))
+    at_args, at_kwargs, at_result, at_error = _METHOD_AT[type(entry)]
+    values[at_args] = _clip_raw(args, limit)
+    values[at_kwargs] = _clip_raw(kwargs, limit)
+    values[at_result] = _clip_raw(result, limit)
+    if entry.error is not None:
+        values[at_error] = _clip_raw(_encode(entry.error), limit)
+    return _method_text(entry, args, kwargs, result), values
+
+
+def _pack_other(entry: Entry, limit: int) -> tuple[str, Sequence[Any]]:
+    return row_text(entry), detail_values(entry, limit)
+
+
+_PACK: Final[dict[type, Any]] = {
+    ProcessCall: _pack_process,
+    AgentTurn: _pack_method,
+    StoreMutation: _pack_method,
+    Call: _pack_method,
+}
+
+
+def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
+    """:func:`row_text` and :func:`detail_values` at once, each value encoded once.
+
+    The report packs every entry of a tape this way, so the common cases are cut short:
+    a process call with nothing to clip is encoded as it is, and the arguments and
+    result of a method call, which both the text and the details show, are encoded once.
+    """
+    packed: tuple[str, Sequence[Any]] = _PACK.get(type(entry), _pack_other)(entry, limit)
+    return packed
+
+
+def entry_object(entry: Entry, limit: int = SERVE_LIMIT) -> dict[str, Any]:
+    """The entry as the JSON API gives it: ``kind`` and every field, big values clipped."""
+    kind = KIND_OF_TYPE[type(entry)]
+    return {"kind": kind, **dict(zip(SCHEMA[kind], detail_values(entry, limit), strict=True))}
+
+
+def mismatch_data(reports: Iterable[ReceiptReport]) -> list[dict[str, Any]]:
+    """Every mismatch of ``reports`` as JSON builtins, with the pytest item that found it."""
+    out: list[dict[str, Any]] = []
+    for item in reports:
+        data = item.report.to_dict()  # JSON-ready: bytes as base64, a missing side as text
+        out.extend({**m, "nodeid": item.nodeid} for m in data["mismatches"])
+    return out
+
+
+def _report_data(item: ReceiptReport) -> dict[str, Any]:
+    r = item.report
+    return {
+        "nodeid": item.nodeid,
+        "cassette": r.cassette,
+        "ok": r.ok,
+        "strict": r.strict,
+        "loaded": r.loaded,
+        "consumed": r.consumed,
+        "unconsumed": r.unconsumed,
+        "extra": r.extra,
+        "mismatches": len(r.mismatches),
+    }
+
+
+def _info(recording: Recording, duration: int) -> list[tuple[str, str]]:
+    header = recording.header
+    state = "complete" if not recording.crashed else "crashed (no session_end)"
+    rows = [
+        ("run", header.run_id),
+        ("entrypoint", header.entrypoint or "?"),
+        ("recorded at", header.recorded_at),
+        ("app version", header.app_version or "?"),
+        ("host", f"{header.host} ({header.platform}, Python {header.python})"),
+        ("level", header.level),
+        ("duration", format_ms(duration)),
+        ("entries", f"{len(recording)} ({len(recording.calls)} calls), {state}"),
+    ]
+    if header.config is not None:
+        config = _encode(header.config).decode()
+        if len(config) > REPORT_LIMIT:
+            config = _clip_text(config, REPORT_LIMIT)
+        rows.append(("config", config))
+    return rows
+
+
+def cassette_data(
+    name: str,
+    recording: Recording,
+    rows: Rows,
+    reports: Sequence[ReceiptReport] | None,
+    receipt: str | None,
+) -> dict[str, Any]:
+    """What the viewer shows above a cassette's rows, as JSON builtins.
+
+    ``reports`` are the receipt's reports of this cassette (``None`` without a receipt).
+    """
+    header = recording.header
+    duration = recorded_duration(recording)
+    counts = [0] * len(STATUSES)
+    for status in rows.status:
+        counts[status] += 1
+    return {
+        "name": name,
+        "path": recording.path,
+        "run_id": header.run_id,
+        "entrypoint": header.entrypoint,
+        "recorded_at": header.recorded_at,
+        "entries": len(recording),
+        "calls": len(recording.calls),
+        "duration_ns": duration,
+        "crashed": recording.crashed,
+        "notes": crash_note(recording),
+        "info": _info(recording, duration),
+        "workers": rows.workers,
+        "kinds": list(KINDS),
+        "boundaries": rows.boundaries,
+        "statuses": dict(zip(STATUSES, counts, strict=True)),
+        "schema": SCHEMA,
+        "receipt": None
+        if reports is None
+        else {
+            "path": receipt,
+            "reports": [_report_data(r) for r in reports],
+            "mismatches": mismatch_data(reports),
+        },
+    }

@@ -1,0 +1,1 @@
+"""The viewer in a real browser (a package, so basenames may repeat tests/)."""

@@ -1,0 +1,69 @@
+"""Receipts: one report or pytest's list, and which of their reports belong to a cassette."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import sessiontape
+from sessiontape.cli._common import CommandError
+from sessiontape.cli._receipt import marks, read_receipt
+
+if TYPE_CHECKING:
+    from .conftest import App, Clock
+
+
+def _report(path: Path, clock: Clock, app: App, **plan: Any) -> dict[str, Any]:
+    with sessiontape.replay(path) as tape:
+        app(tape, clock, **plan)
+        report: dict[str, Any] = tape.finish().to_dict()
+    return report
+
+
+def test_one_report_or_the_pytest_list(
+    cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    bad = _report(cassette, clock, app, plan=[("worker-1", "t1"), ("worker-2", "t3")])
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(bad))
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([{"nodeid": "corpus/run.jsonl::run", **bad}]))
+    run_id = sessiontape.load(cassette).header.run_id
+    one, many = read_receipt(str(single)), read_receipt(str(listed))
+    assert [r.nodeid for r in one.reports] == [None]
+    assert [r.nodeid for r in many.reports] == ["corpus/run.jsonl::run"]
+    for receipt in (one, many):
+        (found,) = receipt.require(run_id, str(cassette))
+        assert found.report.run_id == run_id
+        assert sorted(marks([found])) == [8, 9, 10, 12, 13]
+        assert [m.kind.value for m in marks([found])[8]] == ["argument_mismatch", "store_mismatch"]
+
+
+def test_copies_of_a_tape_share_a_run_id_and_the_same_file_wins(
+    cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy" / "run.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(cassette, copy)
+    other = tmp_path / "other.jsonl"
+    shutil.copy(cassette, other)
+    good = _report(cassette, clock, app)
+    bad = _report(copy, clock, app, plan=[("worker-1", "t1"), ("worker-2", "t3")])
+    receipt_path = tmp_path / "list.json"
+    receipt_path.write_text(
+        json.dumps([{"nodeid": "a", **good}, {"nodeid": "b", **bad}]), encoding="utf-8"
+    )
+    receipt = read_receipt(str(receipt_path))
+    run_id = sessiontape.load(cassette).header.run_id
+    # Both reports are of this run; each file gets its own.
+    assert [r.nodeid for r in receipt.reports_for(run_id, str(cassette))] == ["a"]
+    assert [r.nodeid for r in receipt.reports_for(run_id, str(copy))] == ["b"]
+    # Another copy: neither names it, nor a file of its name, so both apply.
+    assert [r.nodeid for r in receipt.reports_for(run_id, str(other))] == ["a", "b"]
+    assert receipt.reports_for("another-run", str(cassette)) == []
+    with pytest.raises(CommandError, match=r"holds 2 reports, none of run another-run"):
+        receipt.require("another-run", str(cassette))
