@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -252,6 +253,72 @@ def test_sixteen_threads_give_gapless_unique_seqs_and_whole_lines(tmp_path: Path
         mine = rec.entries_for("process", f"w{i}")
         assert [e.argv[-1] for e in mine] == [f"{i}-{n}" for n in range(calls_per_thread)]
         assert all(e.stdout == f"out {i}-{n}" for n, e in enumerate(mine))
+    # The session's counts are exact however the threads interleaved.
+    end = rec.entries[-1]
+    assert isinstance(end, sessiontape.SessionEnd)
+    assert end.counts == {"session_start": 1, "process": 16 * calls_per_thread, "session_end": 1}
+
+
+def _line(seq: int) -> sessiontape.Entry:
+    return Error(seq=seq, ts_ns=1, mono_ns=1, type="ValueError", message=f"line {seq}")
+
+
+def test_a_line_is_written_before_write_returns(tmp_path: Path) -> None:
+    path = tmp_path / "now.jsonl"
+    writer = CassetteWriter(path)
+    writer.write(_line(1))
+    # No other thread was writing: the line is in the file already, not in memory.
+    assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1]
+    writer.close()
+
+
+def test_lines_left_waiting_are_written_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writing thread that has done its rounds leaves what others added for the next
+    # writer; at the end of the session close() writes whatever is still waiting.
+    from sessiontape.cassette import _writer
+
+    path = tmp_path / "later.jsonl"
+    writer = CassetteWriter(path)
+    monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
+    for seq in (1, 2, 3):
+        writer.write(_line(seq))
+    assert path.read_bytes() == b""
+    writer.close()
+    assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1, 2, 3]
+    assert writer.lines == 3
+
+
+def test_a_batch_torn_by_a_full_disk_keeps_its_whole_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three lines written in one system call; the disk fills in the middle of the second.
+    from sessiontape.cassette import _writer
+
+    path = tmp_path / "torn.jsonl"
+    writer = CassetteWriter(path)
+    monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
+    for seq in (1, 2, 3):
+        writer.write(_line(seq))
+    first = len(path.read_bytes())  # nothing yet: all three wait
+    real_write = _writer._write
+
+    def fill_up(fd: int, data: bytes) -> int:
+        monkeypatch.setattr(_writer, "_write", fail)
+        cut = data.index(b"\n") + 1 + 10  # line 1 and ten bytes of line 2
+        return real_write(fd, data[:cut])
+
+    def fail(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_writer, "_write", fill_up)
+    with pytest.warns(sessiontape.RecordingWarning, match="writing seq 2 failed"):
+        writer.close()
+    assert first == 0
+    assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1]
+    assert path.read_bytes().endswith(b"\n")
+    assert writer.lines == 1
 
 
 def test_set_aside_tail_keeps_the_tail_in_a_private_file(tmp_path: Path) -> None:

@@ -69,7 +69,10 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop marked as running
+# in this thread while it is started, so a later test in the same worker that calls
+# asyncio.run() would fail. The browser stops when pytest leaves this module.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     try:
         from playwright.sync_api import sync_playwright

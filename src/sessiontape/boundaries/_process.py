@@ -100,14 +100,18 @@ def record_process(
     started; ``more`` are the fields only ``patch_subprocess()`` records (``chunks``,
     ``polls``, ``timeouts``, ``signals``, ``unfinished``), already encoded.
     """
-    scrub = rec.scrubber
     codec = rec.codec
+    # argv, cwd and env are scrubbed on the write path (``Recorder.write``), in the one
+    # place every entry goes through; payloads are scrubbed by the codec, which must see
+    # them scrubbed before it decides to keep them inline or in the sidecar.
     rec.write(
         ProcessCall(
             **common_fields(opened),
-            argv=scrub.argv([os.fsdecode(a) for a in argv]),
-            cwd=scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            env=scrub.env(env) if env is not None and rec.level is not Level.MINIMAL else None,
+            argv=argv
+            if type(argv) is list and all(type(a) is str for a in argv)
+            else [os.fsdecode(a) for a in argv],
+            cwd=os.fsdecode(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None and rec.level is not Level.MINIMAL else None,
             input=codec.encode(input),
             text=text,
             timeout=timeout,

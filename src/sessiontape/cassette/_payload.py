@@ -49,6 +49,10 @@ def digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
+#: What level ``standard`` stores for an empty payload: its digest.
+_EMPTY_DIGEST: Final = Blob(size=0, sha256=digest(b""), truncated=True)
+
+
 class PayloadCodec:
     """Turns stdin/stdout/stderr into :data:`Payload` values and back.
 
@@ -78,6 +82,11 @@ class PayloadCodec:
 
     def encode(self, value: str | bytes | None) -> Payload:
         """The payload to store for ``value`` (a large one is written to the sidecar)."""
+        # Three per recorded process call, most of them nothing or empty: answered here.
+        if value is None or self.level is Level.MINIMAL:
+            return None
+        if not value:
+            return "" if self.level is Level.FULL else _EMPTY_DIGEST
         return self._encode(value, write=True)
 
     def _encode(self, value: str | bytes | None, *, write: bool) -> Payload:

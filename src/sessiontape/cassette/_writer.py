@@ -11,6 +11,7 @@ aside, a payload sidecar) is created here, with mode 0600 whatever the umask:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as _dt
 import errno
@@ -50,6 +51,8 @@ _SAFE_FLAGS: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 #: How often (in ns of monotonic time) a write also checks that the cassette is still the
 #: file at its path: two ``stat`` calls a second at most, nothing per line.
 CHECK_EVERY_NS: Final = 1_000_000_000
+#: How many times a writing thread looks again for lines added while it wrote.
+_DRAIN_ROUNDS: Final = 64
 
 # Module globals rather than attributes: tests inject faults by replacing them.
 _open: Final = os.open
@@ -140,7 +143,7 @@ def _undo_partial(fd: int, written: int) -> None:
 
 
 class CassetteWriter:
-    """Appends entries to a cassette, one flushed line each, under a lock.
+    """Appends entries to a cassette: whole lines, handed to the OS as they come.
 
     A failure to write (unwritable directory, full disk, I/O error, a payload that cannot
     be encoded, the cassette deleted, moved or replaced during the run) emits a single
@@ -163,6 +166,11 @@ class CassetteWriter:
         # Checked by its absolute form: the application may change directory meanwhile.
         self._where = os.path.abspath(path)
         self._lock = threading.Lock()
+        #: Encoded lines waiting for the thread that writes (see :meth:`_drain`), with
+        #: their seq and kind.
+        self._pending: collections.deque[tuple[int, str, bytes]] = collections.deque()
+        # How many entries of each kind were written (counted under the lock: exact).
+        self._counts: dict[str, int] = {}
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
         self._next_check = 0
@@ -270,12 +278,20 @@ class CassetteWriter:
         run is noticed here at the latest (and by writes, once a second), with one warning.
         """
         with self._lock:
+            self._write_pending()
             fd = self._fd
             return fd is not None and self._check_locked(fd)
 
+    def counts(self) -> dict[str, int]:
+        """How many entries of each kind are written, once those waiting are."""
+        with self._lock:
+            self._write_pending()
+            return dict(self._counts)
+
     def write(self, entry: Entry) -> None:
-        """Encode and append one entry (thread-safe, flushed to the OS at once)."""
-        if not self.active:
+        """Encode and append one entry (thread-safe, handed to the OS before any writer
+        returns; see :meth:`_drain`)."""
+        if self._fd is None:
             return
         try:
             data = encode_entry(entry)
@@ -284,28 +300,75 @@ class CassetteWriter:
                 if self._fd is not None:
                     self._fail(f"seq {entry.seq} could not be encoded as JSON ({exc})")
             return
-        with self._lock:
-            fd = self._fd
-            if fd is None:  # another thread's write failed meanwhile
-                return
-            now = _mono_ns()
-            if now >= self._next_check:
-                self._next_check = now + CHECK_EVERY_NS
-                if not self._check_locked(fd):
-                    return
-            view = memoryview(data)
+        self._pending.append((entry.seq, entry.__struct_config__.tag, data))  # type: ignore[arg-type]
+        self._drain()
+
+    def _drain(self) -> None:
+        """Write what is pending, if no other thread is writing now.
+
+        The thread that takes the lock writes every line pending, its own and those other
+        threads added meanwhile, in one ``os.write``; a thread that finds the lock taken
+        returns at once, its line written by the holder. So threads never queue behind
+        the lock (``os.write`` releases the GIL while it holds it), and many threads make
+        few system calls. The holder looks again after releasing the lock, so a line added
+        while it wrote is never left behind; it stops after a few rounds so that it goes
+        back to its own work (the next writer, or :meth:`close`, takes over).
+        """
+        pending = self._pending
+        lock = self._lock
+        rounds = 0
+        while pending and rounds < _DRAIN_ROUNDS and lock.acquire(blocking=False):
             try:
-                while view:
-                    view = view[_write(fd, view) :]
-                self.lines += 1
-            except OSError as exc:
-                if len(view) < len(data):
-                    _undo_partial(fd, len(data) - len(view))
-                self._fail(f"writing seq {entry.seq} failed ({exc.strerror or exc})")
+                self._write_pending()
+            finally:
+                lock.release()
+            rounds += 1
+
+    def _write_pending(self) -> None:
+        """Write the pending lines (the lock is held)."""
+        pending = self._pending
+        if not pending:
+            return
+        # Only appends happen outside the lock: the lines counted here are all there.
+        take = pending.popleft
+        batch = [take() for _ in range(len(pending))]
+        fd = self._fd
+        if fd is None:  # the writer stopped meanwhile: nothing more is written
+            return
+        now = _mono_ns()
+        if now >= self._next_check:
+            self._next_check = now + CHECK_EVERY_NS
+            if not self._check_locked(fd):
+                return
+        data = batch[0][2] if len(batch) == 1 else b"".join([line for _, _, line in batch])
+        written = 0
+        try:
+            written = _write(fd, data)
+            if written < len(data):  # the kernel took part of it: write the rest
+                view = memoryview(data)
+                while written < len(data):
+                    written += _write(fd, view[written:])
+        except OSError as exc:
+            # The whole lines the kernel took stay; only a torn one is cut.
+            whole = data.rfind(b"\n", 0, written) + 1
+            if written > whole:
+                _undo_partial(fd, written - whole)
+            kept = data.count(b"\n", 0, whole)
+            self._count(batch[:kept])
+            self._fail(f"writing seq {batch[kept][0]} failed ({exc.strerror or exc})")
+            return
+        self._count(batch)
+
+    def _count(self, written: list[tuple[int, str, bytes]]) -> None:
+        self.lines += len(written)
+        counts = self._counts
+        for _, kind, _ in written:
+            counts[kind] = counts.get(kind, 0) + 1
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Write what is still pending, then close the file (idempotent)."""
         with self._lock:
+            self._write_pending()
             fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):

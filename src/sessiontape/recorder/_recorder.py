@@ -23,7 +23,6 @@ import threading
 import time
 import uuid
 import warnings
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -114,7 +113,6 @@ class Recorder:
         self.codec = PayloadCodec(
             self.level, max_inline_bytes, scrub=self.scrubber.text, sidecar=Sidecar(self.path)
         )
-        self._counts: Counter[str] = Counter()
         self._warned: set[str] = set()
         self._finished = False
         self._started_mono = _mono_ns()
@@ -161,7 +159,7 @@ class Recorder:
     @property
     def counts(self) -> dict[str, int]:
         """How many entries of each kind were written so far."""
-        return dict(self._counts)
+        return self._writer.counts()
 
     def open(self) -> Opened:
         """Start a call: reserve its seq and note when, where and inside what it started.
@@ -191,7 +189,6 @@ class Recorder:
         """
         if not self._writer.active:
             return
-        self._counts[entry.__struct_config__.tag] += 1  # type: ignore[index]
         self._writer.write(scrub_entry(entry, self.scrubber))
 
     def warn_once(self, key: str, message: str) -> None:
@@ -239,7 +236,7 @@ class Recorder:
         # latest: one warning, and no session_end written into a file nobody will read.
         if self._writer.verify():
             opened = self.open()
-            counts = dict(self._counts)
+            counts = self._writer.counts()
             counts["session_end"] = counts.get("session_end", 0) + 1
             self.write(
                 SessionEnd(

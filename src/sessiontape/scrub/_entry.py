@@ -101,11 +101,16 @@ def _chunks(chunks: list[Chunk], scrubber: Scrubber) -> list[Chunk]:
 
 
 def scrub_fields(entry: Entry, scrubber: Scrubber) -> dict[str, Any]:
-    """The fields of ``entry`` that scrubbing changes, with their scrubbed values."""
+    """The fields of ``entry`` that scrubbing changes, with their scrubbed values.
+
+    This runs on every recorded entry: an empty value (no text, nothing in it) and a value
+    this scrubber just returned are passed over before any dispatch.
+    """
     changed: dict[str, Any] = {}
+    scrubbed = scrubber.scrubbed
     for field, kind in SCRUBBED_FIELDS[type(entry)]:
         old = getattr(entry, field)
-        if old is None or scrubber.scrubbed(old):
+        if not old or scrubbed(old):
             continue
         new = _scrub(kind, old, scrubber)
         if new is not old and new != old:

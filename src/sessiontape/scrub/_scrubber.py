@@ -54,6 +54,7 @@ class Scrubber:
     """
 
     __slots__ = (
+        "_argv_memo",
         "_collapse",
         "_extra",
         "_last_env",
@@ -87,6 +88,7 @@ class Scrubber:
         # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
         # safe across threads since each get or set is atomic; ``extra`` must be pure.
         self._memo: dict[str, str] = {}
+        self._argv_memo: dict[tuple[str, ...], list[str]] = {}
         # A program passes the same environment to call after call: the last one and its
         # scrubbed form, swapped as one tuple so that threads never see half of it.
         self._last_env: tuple[dict[str, str | None], dict[str, str | None]] | None = None
@@ -158,7 +160,16 @@ class Scrubber:
         ``"--api-key=[REDACTED]"``; so does the word after a secret configuration key of
         several words (``aws configure set aws_secret_access_key KEY``). Short options
         (``-p``) are too ambiguous to judge.
+
+        A program runs the same few commands again and again: the scrubbed form of each
+        argv is remembered (bounded), and a repeat costs one dict lookup. The list returned
+        is shared between the repeats; callers do not change it.
         """
+        key = tuple(argv)
+        done = self._argv_memo.get(key)
+        if done is not None:
+            self._remember(done)
+            return done
         out: list[str] = []
         value_is_secret = False
         redact = self._redact
@@ -180,6 +191,12 @@ class Scrubber:
             elif redact and is_secret_config_key(arg):
                 value_is_secret = True
             out.append(self.text(arg))
+        memo = self._argv_memo
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        if sum(map(len, key)) <= _MEMO_MAX_CHARS * 4:
+            memo[key] = out
+            memo[tuple(out)] = out  # idempotent: the result scrubs to itself
         self._remember(out)
         return out
 
