@@ -519,6 +519,12 @@ def render_markdown(results: dict[str, Any]) -> str:
             "sessiontape_gc_paused": "sessiontape, default, GC paused",
             "deque": "bare `collections.deque` fake",
             "patch_subprocess": "sessiontape `patch_subprocess()` (`subprocess.run`, real Popen)",
+            "patch_subprocess_binary": "`patch_subprocess()`, `subprocess.run` in binary mode",
+            "patch_subprocess_check_output": "`patch_subprocess()`, `subprocess.check_output`",
+            "patch_subprocess_read": "`patch_subprocess()`, `Popen` and `stdout.read()`",
+            "patch_subprocess_pump": "`patch_subprocess()`, a stdin conversation (the pump)",
+            "popen_floor_init": "CPython: `Popen(...)` + `wait()`, spawn stubbed, no pipes",
+            "popen_floor_pipes": "CPython: `subprocess.run` text capture, spawn stubbed",
             "pytest_subprocess": "pytest-subprocess (`subprocess.run` on `FakeProcess`)",
             "vcrpy": "vcrpy, per HTTP interaction",
         }
