@@ -146,40 +146,41 @@ class Fake:
                 return
             child = make_pipes(popen, wiring, popen.pipesize) if wiring.pipes else {}
             self.popen = None
-        stdin = child.get("stdin")
-        outputs = {"stdout": child.get("stdout"), "stderr": child.get("stderr")}
-        if self.fast and (stdin is None or _empty(self.entry.input)) and self._write(outputs):
-            close_quietly(stdin, *set(outputs.values()))  # the process has exited
+        stdin, out, err = child.get("stdin"), child.get("stdout"), child.get("stderr")
+        if self.fast and (stdin is None or _empty(self.entry.input)) and self._write(out, err):
+            # The process has exited: end of file on its output, EPIPE for stdin writes.
+            close_quietly(stdin, out, err if err != out else None)
             return
         pump = Pump(
             items(self.entry),
             stdin=stdin,
-            outputs=outputs,
+            outputs={"stdout": out, "stderr": err},
             decode=self._decode,
             ends_by_itself=self.ends_by_itself,
             name=str(self.entry.seq),
         )
         self.attach(pump).start()
 
-    def _write(self, outputs: dict[str, int | None]) -> bool:
+    def _write(self, out: int | None, err: int | None) -> bool:
         """Write the recorded output into the pipes at once if it fits in them (so that no
-        reader is needed); ``False`` if it does not (the pump writes it then)."""
-        entry = self.entry
-        served: dict[int, list[bytes]] = {}
+        reader is needed); ``False`` if it does not (the pump writes it then). ``err`` is
+        ``out`` when stderr goes to stdout."""
         try:
-            for name, payload in (("stdout", entry.stdout), ("stderr", entry.stderr)):
-                fd = outputs[name]
-                if fd is not None and payload is not None:
-                    served.setdefault(fd, []).append(self._output(name))
+            data = self._output("stdout") if out is not None else b""
+            more = self._output("stderr") if err is not None else b""
         except Exception as exc:  # a payload the tape lacks: raised where the pump raises it
             self.error = exc
             return True
-        joined = {fd: b"".join(parts) for fd, parts in served.items()}
-        if not all(fits(fd, len(data)) for fd, data in joined.items()):
+        if more and err == out:
+            data, more = data + more, b""
+        pending = [
+            (fd, chunk) for fd, chunk in ((out, data), (err, more)) if fd is not None and chunk
+        ]
+        if not all(fits(fd, len(chunk)) for fd, chunk in pending):
             return False
-        for fd, data in joined.items():
-            view = memoryview(data)
-            while view:
+        for fd, chunk in pending:
+            view = memoryview(chunk)
+            while view:  # one write: it fits in the empty pipe
                 view = view[os.write(fd, view) :]
         return True
 

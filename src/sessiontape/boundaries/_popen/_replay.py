@@ -75,13 +75,14 @@ class _Replaying:
             fake = slots.get(TRACKER)
             if type(fake) is not Fake or fake.wiring is not wiring:
                 return
-            wiring.complete(popen)
+            if wiring.pipes:
+                wiring.complete(popen)
             if not fake.fast:
                 fake.open_pipes(popen)  # it needs its pipes and its pump now
-                return
-            for name in wiring.pipes:
-                slots[name] = LAZY
-            fake.popen = weakref.ref(popen)
+            elif wiring.pipes:
+                for name in wiring.pipes:
+                    slots[name] = LAZY
+                fake.popen = weakref.ref(popen)
 
         return __init__
 
