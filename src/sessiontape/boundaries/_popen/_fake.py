@@ -166,8 +166,8 @@ class Fake:
         reader is needed); ``False`` if it does not (the pump writes it then). ``err`` is
         ``out`` when stderr goes to stdout."""
         try:
-            data = self._output("stdout") if out is not None else b""
-            more = self._output("stderr") if err is not None else b""
+            data = self._output(self.entry.stdout, "stdout") if out is not None else b""
+            more = self._output(self.entry.stderr, "stderr") if err is not None else b""
         except Exception as exc:  # a payload the tape lacks: raised where the pump raises it
             self.error = exc
             return True
@@ -184,8 +184,8 @@ class Fake:
                 view = view[os.write(fd, view) :]
         return True
 
-    def _output(self, name: str) -> bytes:
-        payload = self.entry.stdout if name == "stdout" else self.entry.stderr
+    def _output(self, payload: Payload, name: str) -> bytes:
+        """The recorded ``stdout`` or ``stderr`` (``payload``) as bytes served today."""
         if payload is None:
             return b""
         served: bytes = self.server.engine.payload(self.entry, payload, name, text=False)
@@ -214,11 +214,11 @@ class Fake:
         out_raw = err_raw = out = err = None
         try:
             if "stdout" in names:
-                out_raw = self._output("stdout")
+                out_raw = self._output(self.entry.stdout, "stdout")
                 if (out := read_as(popen, wiring, out_raw)) is None:
                     return None
             if "stderr" in names:
-                err_raw = self._output("stderr")
+                err_raw = self._output(self.entry.stderr, "stderr")
                 if (err := read_as(popen, wiring, err_raw)) is None:
                     return None
         except Exception:  # a payload the tape lacks: raised as the pump path raises it

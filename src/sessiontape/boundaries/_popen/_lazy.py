@@ -133,31 +133,35 @@ class Wiring:
             return raw
         return io.TextIOWrapper(raw, encoding=self.encoding, errors=self.errors)
 
-    def closed_file(self, name: str) -> Any:
-        """A closed file object of the type ``file(name, ...)`` makes: what a stream is
-        once ``communicate()`` has closed it. Shared by every process wired alike (a
-        closed file holds no descriptor and has no state left to share)."""
-        key = (name, self.bufsize, self.text, self.encoding, self.errors, self.line_buffering)
+    def closed_files(self) -> dict[str, Any]:
+        """Closed file objects of the types :meth:`file` makes, by stream: what the
+        streams are once ``communicate()`` has closed them. Shared by every process wired
+        alike (a closed file holds no descriptor and has no state left to share)."""
+        key = (self.bufsize, self.text, self.encoding, self.errors, self.line_buffering)
         found = _CLOSED.get(key)
         if found is None:
-            read, write = os.pipe()
-            ours, other = (write, read) if name == "stdin" else (read, write)
-            try:
-                found = self.file(name, ours)
-            except BaseException:
-                os.close(ours)
-                raise
-            finally:
-                os.close(other)
-            found.close()
+            found = {name: self._closed_file(name) for name in STREAMS}
             with _CLOSED_LOCK:
                 found = _CLOSED.setdefault(key, found)
         return found
 
+    def _closed_file(self, name: str) -> Any:
+        read, write = os.pipe()
+        ours, other = (write, read) if name == "stdin" else (read, write)
+        try:
+            made = self.file(name, ours)
+        except BaseException:
+            os.close(ours)
+            raise
+        finally:
+            os.close(other)
+        made.close()
+        return made
+
 
 #: CPython's own newline translation (a subclass that replaces it gets its own called).
 _TRANSLATE: Final = vars(subprocess.Popen)["_translate_newlines"]
-_CLOSED: dict[tuple[Any, ...], Any] = {}
+_CLOSED: dict[tuple[Any, ...], dict[str, Any]] = {}
 _CLOSED_LOCK: Final = threading.Lock()
 
 
@@ -305,14 +309,17 @@ def close_answered(
     back (so that it returns the same output again, as CPython's does). ``raw`` holds the
     bytes stdout and stderr carried (``None`` for one that is not a pipe)."""
     slots = popen.__dict__
+    closed = wiring.closed_files()
     for name in names:
-        slots[name] = wiring.closed_file(name)
+        slots[name] = closed[name]
     if not popen._communication_started:
         return
     outputs: dict[Any, list[bytes]] = {}
-    for name, data in zip(("stdout", "stderr"), raw, strict=True):
-        if data is not None:
-            outputs[slots[name]] = [data]
+    out, err = raw
+    if out is not None:
+        outputs[closed["stdout"]] = [out]
+    if err is not None:
+        outputs[closed["stderr"]] = [err]
     popen._fileobj2output = outputs
     if "stdin" in names:  # as Popen._save_input() keeps it: encoded in text mode
         popen._input = written if input is not None and wiring.text else input
