@@ -92,6 +92,13 @@ def p_encoding_errors(d: Path) -> Any:
     return latin, replaced
 
 
+def p_locale_encoding(d: Path) -> Any:
+    # "locale" is what Python 3.10 itself passes for text=True: the files resolve it.
+    code = "import sys; print(sys.stdin.read()[::-1])"
+    done = subprocess.run(echo(code), input="abc", capture_output=True, encoding="locale")
+    return done.stdout, done.stderr
+
+
 def p_streams_after_communicate(d: Path) -> Any:
     code = "import sys; print('out'); print('err', file=sys.stderr)"
     seen = []
@@ -148,6 +155,7 @@ FAST: dict[str, Callable[[Path], Any]] = {
     "text_newlines": p_text_newlines,
     "binary_newlines": p_binary_newlines,
     "encoding_errors": p_encoding_errors,
+    "locale_encoding": p_locale_encoding,
     "streams_after_communicate": p_streams_after_communicate,
     "communicate_with_timeout": p_communicate_with_timeout,
     "input": p_input,

@@ -208,18 +208,19 @@ class Fake:
         names = wiring.pipes
         if not names:
             return None  # made by another thread since the caller looked
-        written = stdin_bytes(wiring, input) if "stdin" in names else None
+        closed = wiring.closed_files()
+        written = stdin_bytes(wiring, input, closed["stdin"]) if "stdin" in names else None
         if written is None and "stdin" in names:
             return None
         out_raw = err_raw = out = err = None
         try:
             if "stdout" in names:
                 out_raw = self._output(self.entry.stdout, "stdout")
-                if (out := read_as(popen, wiring, out_raw)) is None:
+                if (out := read_as(popen, wiring, out_raw, closed["stdout"])) is None:
                     return None
             if "stderr" in names:
                 err_raw = self._output(self.entry.stderr, "stderr")
-                if (err := read_as(popen, wiring, err_raw)) is None:
+                if (err := read_as(popen, wiring, err_raw, closed["stderr"])) is None:
                     return None
         except Exception:  # a payload the tape lacks: raised as the pump path raises it
             return None
@@ -230,7 +231,7 @@ class Fake:
             self.popen = None
         if timeout is not None or len(names) > 1:
             popen._communication_started = True  # CPython's select loop, not its shortcut
-        close_answered(popen, wiring, names, (out_raw, err_raw), input, written)
+        close_answered(popen, wiring, closed, names, (out_raw, err_raw), input, written)
         if written is not None:
             self._check_input(written)
         self.serve()

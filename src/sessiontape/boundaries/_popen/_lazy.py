@@ -254,17 +254,19 @@ class StreamAttribute:
             raise AttributeError(self.name) from None
 
 
-def stdin_bytes(wiring: Wiring, input: Any) -> bytes | None:
+def stdin_bytes(wiring: Wiring, input: Any, stdin: Any) -> bytes | None:
     """The bytes ``communicate(input)`` would write to a piped stdin, or ``None`` when only
     CPython's own code can say what happens (an input of the wrong type, one that does
-    not encode): the caller then makes the pipes and lets it run."""
+    not encode): the caller then makes the pipes and lets it run. ``stdin`` is a file of
+    the type the stream would be (its ``encoding`` and ``errors`` are what CPython uses,
+    ``"locale"`` resolved)."""
     if input is None:
         return b""  # communicate() writes nothing and closes stdin
     if wiring.text:
         if type(input) is not str:
             return None
         try:
-            return input.encode(wiring.encoding or "utf-8", wiring.errors or "strict")
+            return input.encode(stdin.encoding, stdin.errors)
         except UnicodeError:
             return None
     if type(input) is bytes:
@@ -274,9 +276,10 @@ def stdin_bytes(wiring: Wiring, input: Any) -> bytes | None:
     return None  # a memoryview, an array, a str in binary mode...
 
 
-def read_as(popen: Any, wiring: Wiring, raw: bytes) -> Any:
+def read_as(popen: Any, wiring: Wiring, raw: bytes, stream: Any) -> Any:
     """What ``communicate()`` returns for a stream that carried ``raw``; ``None`` when it
     would raise (bytes that do not decode), so that CPython's own code raises it.
+    ``stream`` is a file of the type the stream would be.
 
     In text mode CPython decodes with the stream's encoding and errors and turns
     ``\\r\\n`` and ``\\r`` into ``\\n``: by ``Popen._translate_newlines`` with two or three
@@ -286,11 +289,11 @@ def read_as(popen: Any, wiring: Wiring, raw: bytes) -> Any:
     """
     if not wiring.text:
         return raw
-    errors = wiring.errors or "strict"
+    encoding, errors = stream.encoding, stream.errors
     try:
         if b"\r" in raw or type(popen)._translate_newlines is not _TRANSLATE:
-            return popen._translate_newlines(raw, wiring.encoding, errors)
-        return raw.decode(wiring.encoding or "utf-8", errors)
+            return popen._translate_newlines(raw, encoding, errors)
+        return raw.decode(encoding, errors)
     except UnicodeError:
         return None
 
@@ -298,6 +301,7 @@ def read_as(popen: Any, wiring: Wiring, raw: bytes) -> Any:
 def close_answered(
     popen: Any,
     wiring: Wiring,
+    closed: dict[str, Any],
     names: tuple[str, ...],
     raw: tuple[bytes | None, bytes | None],
     input: Any,
@@ -306,10 +310,10 @@ def close_answered(
     """Leave ``popen`` as CPython's ``communicate()`` leaves it: every piped stream a closed
     file object and, where it took its select loop (two or more pipes, or a timeout:
     ``popen._communication_started`` says so), the state a second ``communicate()`` reads
-    back (so that it returns the same output again, as CPython's does). ``raw`` holds the
-    bytes stdout and stderr carried (``None`` for one that is not a pipe)."""
+    back (so that it returns the same output again, as CPython's does). ``closed`` is
+    :meth:`Wiring.closed_files`; ``raw`` holds the bytes stdout and stderr carried
+    (``None`` for one that is not a pipe)."""
     slots = popen.__dict__
-    closed = wiring.closed_files()
     for name in names:
         slots[name] = closed[name]
     if not popen._communication_started:
