@@ -254,6 +254,30 @@ def test_stdin_written_by_the_program_goes_through_the_pump(
     assert _ours() == []
 
 
+_REAL_GET_HANDLES = Popen._get_handles  # type: ignore[attr-defined]
+
+
+class _OwnHandles(Popen):  # type: ignore[type-arg]
+    """A subclass that makes its pipes itself, with CPython's method taken before the patch."""
+
+    def _get_handles(self, stdin: Any, stdout: Any, stderr: Any) -> Any:
+        return _REAL_GET_HANDLES(self, stdin, stdout, stderr)
+
+
+def test_pipes_made_in_spite_of_the_patch_are_fed_by_the_pump(
+    round_trip: Callable[..., RoundTrip],
+) -> None:
+    def program(d: Path) -> Any:
+        proc = _OwnHandles(echo("print('own')"), stdout=PIPE, stderr=PIPE, text=True)
+        return proc.communicate(), proc.returncode, streams(proc)
+
+    done = round_trip(program)
+    closed = ("TextIOWrapper", True)
+    assert done.replayed == done.recorded == (("own\n", ""), 0, [None, closed, closed])
+    assert done.report.ok
+    assert _ours() == []
+
+
 def _pipe_size() -> int:
     read, write = os.pipe()
     try:

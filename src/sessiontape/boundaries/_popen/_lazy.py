@@ -15,7 +15,8 @@ wrappers, encodings), and fed from the tape; from then on CPython's own code run
 them as it always did. A ``communicate()`` on a process whose pipes were never made is
 answered from the tape (:func:`stdin_bytes`, :func:`read_as`, :func:`close_answered`): the
 same values, the same streams left behind (closed file objects of the same types), the
-same attributes set, with no pipe, no thread and no system call.
+same attributes set, with no pipe, no thread and no system call (but for the closed file
+objects, made once for each kind of stream).
 """
 
 from __future__ import annotations

@@ -99,17 +99,19 @@ class _Replaying:
                 raise spawn_error(entry.spawn_error)
             slots = popen.__dict__
             wiring = slots.get(TRACKER)
-            if type(wiring) is Wiring:
+            fds = spawn.fds
+            # Wired, unless pipes were made all the same (a subclass's own _get_handles).
+            if type(wiring) is Wiring and fds[1] == fds[2] == fds[4] == -1:
                 fake = Fake(server, entry, wiring)
                 # No pipe fd reached here (they are wired); only a DEVNULL CPython opened
                 # is left to close, as its own _execute_child would.
                 if "_devnull" in slots:
-                    popen._close_pipe_fds(*spawn.fds)
+                    popen._close_pipe_fds(*fds)
                 else:
                     popen._closed_child_pipe_fds = True
             else:
                 fake = Fake(server, entry, None)
-                fake.attach(_pump_for(popen, fake, spawn.fds))
+                fake.attach(_pump_for(popen, fake, fds))
             popen.pid = TAPE_PID_BASE + entry.seq
             popen._child_created = True
             slots[TRACKER] = fake
