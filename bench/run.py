@@ -227,6 +227,48 @@ def _row(
     }
 
 
+#: The rows of ``patch_subprocess()``'s replay: (variant, baseline variant, figure,
+#: baseline, whether the ratio is the baseline's time over ours, note).
+_PATCHED_ROWS: Final = (
+    (
+        "patch_subprocess",
+        "pytest_subprocess",
+        "`subprocess.run` replayed under patch_subprocess() vs pytest-subprocess",
+        "pytest-subprocess",
+        True,
+        "ratio = their time / ours; ours is a real Popen, its pipes made only if the "
+        "program touches them",
+    ),
+    (
+        "patch_subprocess",
+        "popen_floor_init",
+        "`subprocess.run` replayed under patch_subprocess() vs CPython's own cost",
+        "`Popen()` + `wait()`, spawn stubbed",
+        False,
+        "ratio = ours / CPython's; the floor no replay of a real Popen goes under",
+    ),
+    (
+        "patch_subprocess_pump",
+        "patch_subprocess",
+        "a stdin conversation replayed under patch_subprocess() (the pump path)",
+        "`subprocess.run`, fast path",
+        False,
+        "ratio = pump path / fast path; a thread feeds real pipes chunk by chunk",
+    ),
+)
+
+
+def _patch_subprocess_rows(rc: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for key, base_key, figure, baseline, inverse, note in _PATCHED_ROWS:
+        ours, base = rc.get(key), rc.get(base_key)
+        if ours and base:
+            mine, theirs = ours["median_ns"] / 1000, base["median_ns"] / 1000
+            ratio = theirs / mine if inverse else mine / theirs
+            rows.append(_row(None, figure, mine, "µs", baseline, theirs, ratio, note))
+    return rows
+
+
 def figures(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The summary table: one row per figure, with its baseline, ratio and target."""
     res = results["results"]
@@ -261,22 +303,7 @@ def figures(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "ratio = their time / ours",
                 )
             )
-        patched = rc.get("patch_subprocess")
-        if psp and patched:
-            mine = patched["median_ns"] / 1000
-            theirs = psp["median_ns"] / 1000
-            rows.append(
-                _row(
-                    None,
-                    "`subprocess.run` replayed under patch_subprocess() vs pytest-subprocess",
-                    mine,
-                    "µs",
-                    "pytest-subprocess",
-                    theirs,
-                    theirs / mine,
-                    "ratio = their time / ours; ours is a real Popen on real pipes",
-                )
-            )
+        rows += _patch_subprocess_rows(rc)
         vcr = rc.get("vcrpy")
         if vcr:
             theirs = vcr["median_ns"] / 1000
@@ -567,6 +594,12 @@ def render_markdown(results: dict[str, Any]) -> str:
             "sessiontape_gc_paused": "sessiontape, default, GC paused",
             "deque": "bare `collections.deque` fake",
             "patch_subprocess": "sessiontape `patch_subprocess()` (`subprocess.run`, real Popen)",
+            "patch_subprocess_binary": "`patch_subprocess()`, `subprocess.run` in binary mode",
+            "patch_subprocess_check_output": "`patch_subprocess()`, `subprocess.check_output`",
+            "patch_subprocess_read": "`patch_subprocess()`, `Popen` and `stdout.read()`",
+            "patch_subprocess_pump": "`patch_subprocess()`, a stdin conversation (the pump)",
+            "popen_floor_init": "CPython: `Popen(...)` + `wait()`, spawn stubbed, no pipes",
+            "popen_floor_pipes": "CPython: `subprocess.run` text capture, spawn stubbed",
             "pytest_subprocess": "pytest-subprocess (`subprocess.run` on `FakeProcess`)",
             "vcrpy": "vcrpy, per HTTP interaction",
         }

@@ -68,7 +68,9 @@ def test_suite_results_and_report(bench: ModuleType, tmp_path: Path) -> None:
 
     assert set(res) == {"disabled", "record", "replay_call", "end_to_end", "load", "report"}
     for key in ("sessiontape", "sessiontape_patch_time_false", "sessiontape_no_paths", "deque",
-                "patch_subprocess"):  # fmt: skip
+                "patch_subprocess", "patch_subprocess_binary", "patch_subprocess_check_output",
+                "patch_subprocess_read", "patch_subprocess_pump", "popen_floor_init",
+                "popen_floor_pipes"):  # fmt: skip
         assert _positive(res["replay_call"][key]["median_ns"]), key
     e2e = res["end_to_end"]
     for key in ("replay_wall_ns", "replay_cpu_ns", "msgspec_read_decode_wall_ns",

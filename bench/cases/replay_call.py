@@ -10,7 +10,12 @@ cycled) is answered by
   the request is normalised before it is compared), ``patch_time=False``, and a request
   with no path in it;
 * sessiontape's ``patch_subprocess()``: unchanged code calling ``subprocess.run`` with
-  ``capture_output=True``, a real ``Popen`` fed from the tape (no process spawned);
+  ``capture_output=True``, a real ``Popen`` fed from the tape (no process spawned); also
+  in binary mode, through ``check_output``, as a ``Popen`` whose ``stdout`` is read to the
+  end, and a stdin conversation (the pump path: a thread feeds real pipes chunk by chunk);
+* CPython's own floor under those: ``Popen(...)`` and ``subprocess.run(...,
+  capture_output=True, text=True)`` with the spawn itself stubbed out (no tape), so what
+  ``Popen.__init__``, its pipes and ``communicate`` cost by themselves is in the table;
 * a bare ``collections.deque`` fake (``popleft()`` of a prebuilt result): the floor;
 * pytest-subprocess (``FakeProcess`` with the same calls registered, serving
   ``subprocess.run``);
@@ -35,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import sessiontape
-from sessiontape import ProcessCall, ProcessResult, SessionEnd, SessionStart
+from sessiontape import Chunk, ProcessCall, ProcessResult, SessionEnd, SessionStart
 from sessiontape.cassette import encode_entry
 
 from .common import gc_paused, now_ns, per_call_ns
@@ -148,9 +153,36 @@ def _sessiontape(
     return batch
 
 
+def requests_for_talk(calls: int) -> list[tuple[list[str], None, str]]:
+    """The requests of :func:`write_conversation_tape`'s tape."""
+    return [(list(_TALK_ARGV), None, "") for _ in range(calls)]
+
+
 def _patch_subprocess(recording: sessiontape.Recording, requests: list[Any], repo: str) -> Any:
     """Unchanged code calling ``subprocess.run`` under ``tape.patch_subprocess()``: a real
-    ``Popen`` with real pipes, served from the tape."""
+    ``Popen``, served from the tape."""
+    return _patched(recording, requests, repo, PATTERNS["text"])
+
+
+#: The ways of running a process ``patch_subprocess()`` is measured with (see the module).
+PATTERNS: Final[dict[str, Any]] = {
+    "text": lambda argv, cwd: subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, check=False
+    ),
+    "binary": lambda argv, cwd: subprocess.run(argv, cwd=cwd, capture_output=True, check=False),
+    "check_output": lambda argv, cwd: subprocess.check_output(argv, cwd=cwd),
+    "read": lambda argv, cwd: _read_to_end(argv, cwd),
+}
+
+
+def _read_to_end(argv: list[str], cwd: str | None) -> bytes:
+    with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        return proc.stdout.read()
+
+
+def _patched(recording: sessiontape.Recording, requests: list[Any], repo: str, how: Any) -> Any:
+    """``how(argv, cwd)`` for each request under ``tape.patch_subprocess()``."""
     roots = {"repo": repo}
 
     def batch() -> Any:
@@ -161,12 +193,94 @@ def _patch_subprocess(recording: sessiontape.Recording, requests: list[Any], rep
 
         def go() -> int:
             for argv, cwd, _ in requests:
-                subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+                how(argv, cwd)
             return len(requests)
 
         def cleanup() -> None:
             patch.__exit__(None, None, None)
             tape.__exit__(None, None, None)
+
+        return go, cleanup
+
+    return batch
+
+
+_QUESTIONS: Final = (b"first question\n", b"second question\n")
+_ANSWERS: Final = (b"the first answer\n", b"the second answer\n")
+_TALK_ARGV: Final = ["language-server", "--stdio"]
+
+
+def write_conversation_tape(path: Path, calls: int) -> None:
+    """A tape of ``calls`` processes each spoken to over stdin: two questions, two answers."""
+    start = SessionStart(
+        seq=0, ts_ns=_T0, mono_ns=0, run_id="bench-talk", recorded_at="2025-11-21T05:20:00+00:00"
+    )
+    out = [encode_entry(start)]
+    for i in range(calls):
+        ts = _T0 + (i + 1) * 50_000_000
+        chunks = []
+        for question, answer in zip(_QUESTIONS, _ANSWERS, strict=True):
+            chunks += [Chunk("stdin", question.decode()), Chunk("stdout", answer.decode())]
+        call = ProcessCall(
+            seq=i + 1, ts_ns=ts, mono_ns=ts - _T0, argv=_TALK_ARGV, cwd=None,
+            text=False, returncode=0, chunks=chunks, duration_ns=20_000_000,
+        )  # fmt: skip
+        out.append(encode_entry(call))
+    end_ts = _T0 + (calls + 2) * 50_000_000
+    out.append(
+        encode_entry(
+            SessionEnd(seq=calls + 1, ts_ns=end_ts, mono_ns=end_ts - _T0, duration_ns=end_ts - _T0)
+        )
+    )
+    path.write_bytes(b"".join(out))
+
+
+def _talk(argv: list[str], cwd: str | None) -> None:
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    for question in _QUESTIONS:
+        proc.stdin.write(question)
+        proc.stdout.readline()
+    proc.stdin.close()
+    proc.wait()
+
+
+def _floor(requests: list[Any], how: str) -> Any:
+    """CPython's ``Popen`` with only the spawn stubbed out: no tape, no process.
+
+    ``"init"`` builds a ``Popen`` with no pipes and waits for it; ``"pipes"`` runs
+    ``subprocess.run(..., capture_output=True, text=True)``, whose two pipes are real and
+    empty, through CPython's ``communicate``.
+    """
+    popen = subprocess.Popen
+    saved = {name: popen.__dict__[name] for name in ("_execute_child", "_wait")}
+
+    def _execute_child(self: Any, args: Any, executable: Any, *rest: Any) -> None:
+        self._close_pipe_fds(*rest[8:14])
+        self.pid = 1 << 22
+        self._child_created = True
+
+    def _wait(self: Any, timeout: Any) -> int:
+        self.returncode = 0
+        return 0
+
+    def batch() -> Any:
+        popen._execute_child = _execute_child  # type: ignore[attr-defined]
+        popen._wait = _wait  # type: ignore[attr-defined]
+
+        def go() -> int:
+            if how == "init":
+                for argv, cwd, _ in requests:
+                    popen(argv, cwd=cwd).wait()
+            else:
+                for argv, cwd, _ in requests:
+                    subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+            return len(requests)
+
+        def cleanup() -> None:
+            for name, method in saved.items():
+                setattr(popen, name, method)
 
         return go, cleanup
 
@@ -327,6 +441,20 @@ def run(
     out["patch_subprocess"] = per_call_ns(
         _patch_subprocess(rec_cwd, with_cwd, repo), batches=batches
     )
+    for name, how in PATTERNS.items():
+        if name != "text":
+            out[f"patch_subprocess_{name}"] = per_call_ns(
+                _patched(rec_cwd, with_cwd, repo, how), batches=batches
+            )
+    talks = max(1, calls // 10)
+    tape_talk = workdir / "calls_talk.jsonl"
+    write_conversation_tape(tape_talk, talks)
+    out["patch_subprocess_pump"] = per_call_ns(
+        _patched(sessiontape.load(tape_talk), requests_for_talk(talks), repo, _talk),
+        batches=batches,
+    )
+    out["popen_floor_init"] = per_call_ns(_floor(with_cwd, "init"), batches=batches)
+    out["popen_floor_pipes"] = per_call_ns(_floor(with_cwd, "pipes"), batches=batches)
     if others:
         out["pytest_subprocess"] = pytest_subprocess_per_call(with_cwd, batches)
         out["vcrpy"] = vcrpy_per_interaction(vcr_interactions, workdir, vcr_batches)

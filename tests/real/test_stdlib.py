@@ -336,3 +336,26 @@ def test_a_process_left_running_is_recorded_unfinished(tmp_path: Path) -> None:
     (call,) = sessiontape.load(path).entries_for("process")
     assert call.unfinished is True
     assert call.returncode is None
+
+
+def test_output_not_read_before_the_block_ends_is_recorded_whole(tmp_path: Path) -> None:
+    import threading
+
+    import sessiontape
+
+    path = tmp_path / "unread.jsonl"
+    # The shell exits at once; what it left in the background writes to the same pipe a
+    # moment later, after wait() has returned and while the block ends.
+    script = "(sleep 0.1; echo late) & echo early"
+    with sessiontape.record(path) as tape:
+        with tape.patch_subprocess():
+            proc = Popen(script, shell=True, stdout=PIPE)
+            proc.wait()
+        assert proc.stdout is not None
+        assert proc.stdout.read() == b"early\nlate\n"
+        proc.stdout.close()
+        relays = [t.name for t in threading.enumerate() if t.name.startswith("sessiontape-relay")]
+        assert relays == []
+    (call,) = sessiontape.load(path).entries_for("process")
+    assert call.stdout == "early\nlate\n"
+    assert call.unfinished is False

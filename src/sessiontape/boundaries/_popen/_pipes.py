@@ -45,6 +45,9 @@ _POPEN: Final = subprocess.Popen
 ORIGINALS: Final[dict[str, Any]] = {
     name: _POPEN.__dict__[name]
     for name in (
+        "__init__",
+        "_get_handles",
+        "communicate",
         "_execute_child",
         "_internal_poll",
         "_wait",
@@ -61,8 +64,11 @@ _active = False
 
 
 @contextlib.contextmanager
-def install_methods(replacements: Mapping[str, Callable[..., Any]]) -> Iterator[None]:
-    """Replace methods of ``subprocess.Popen`` for the block (one block at a time)."""
+def install_methods(replacements: Mapping[str, Any]) -> Iterator[None]:
+    """Replace methods of ``subprocess.Popen`` for the block (one block at a time).
+
+    A name ``Popen`` does not have (a descriptor the block adds) is removed afterwards.
+    """
     global _active
     with _lock:
         if _active:
@@ -79,13 +85,24 @@ def install_methods(replacements: Mapping[str, Callable[..., Any]]) -> Iterator[
     finally:
         with _lock:
             for name in replacements:
-                setattr(_POPEN, name, ORIGINALS[name])
+                if name in ORIGINALS:
+                    setattr(_POPEN, name, ORIGINALS[name])
+                else:
+                    delattr(_POPEN, name)
             _active = False
 
 
 def popen_argv(args: Any, executable: Any, shell: bool) -> list[str]:
     """The argv a ``Popen`` runs, as ``Popen._execute_child`` builds it (POSIX)."""
     argv: list[Any]
+    if type(args) is list and not shell and not executable:
+        # The common case, checked first: isinstance() against os.PathLike (an ABC) alone
+        # costs more than the rest of this function.
+        for arg in args:
+            if type(arg) is not str:
+                break
+        else:
+            return args[:]
     if isinstance(args, (str, bytes)):
         argv = [args]
     elif isinstance(args, os.PathLike):
@@ -98,7 +115,7 @@ def popen_argv(args: Any, executable: Any, shell: bool) -> list[str]:
         argv = ["/bin/sh", "-c", *argv]
     if executable:
         argv[0] = executable
-    return [os.fsdecode(a) for a in argv]
+    return [a if type(a) is str else os.fsdecode(a) for a in argv]
 
 
 class Spawn(NamedTuple):
@@ -114,7 +131,7 @@ class Spawn(NamedTuple):
     @classmethod
     def of(cls, args: Any, executable: Any, rest: tuple[Any, ...]) -> Spawn:
         """From ``_execute_child(self, args, executable, *rest)``."""
-        fds = (rest[8], rest[9], rest[10], rest[11], rest[12], rest[13])
+        fds: tuple[int, int, int, int, int, int] = rest[8:14]
         return cls(popen_argv(args, executable, rest[7]), rest[3], rest[4], fds)
 
 

@@ -70,8 +70,9 @@ class Pump:
         self.signaled: int | None = None
         self._stopped = False
         self._lock = threading.Lock()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
+        # The thread's wake-up pipe, made only if a thread is needed (most pumps finish
+        # in start()); -1 while there is none.
+        self._wake_r = self._wake_w = -1
         for fd in [*self._fds, *([stdin] if stdin is not None else [])]:
             os.set_blocking(fd, False)
         self._thread: threading.Thread | None = None
@@ -87,6 +88,8 @@ class Pump:
         """Serve what can be served at once; start a thread for the rest, if any."""
         if self._step():
             return
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
         self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
 
     def signal(self, sig: int) -> None:

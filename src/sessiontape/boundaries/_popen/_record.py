@@ -32,6 +32,10 @@ from ._pipes import start_thread as _start_thread
 __all__ = ["recording_popen"]
 
 _BLOCK: Final = 1 << 16
+#: Real seconds, in all, that the end of interception waits for the output relays of
+#: processes that have exited to pass on their last bytes (a grandchild that kept the
+#: pipe open would hold them for ever).
+_DRAIN_SECONDS: Final = 2.0
 
 
 class _Tracked:
@@ -47,6 +51,8 @@ class _Tracked:
         self.log = ChunkLog()
         self.piped: set[str] = set()
         self.open_relays = 0
+        #: The stdout and stderr relays: they end at end-of-file once the process exits.
+        self.output_relays: list[threading.Thread] = []
         self.returncode: int | None = None
         self.ended_ns: int | None = None
         self.polls = 0
@@ -207,18 +213,29 @@ class _Recording:
             with recording._lock:
                 recording.live.add(tracked)
             for src, dst, name in relays:
-                _start_thread(
+                thread = _start_thread(
                     functools.partial(_relay, tracked, src, dst, name),
                     f"sessiontape-relay-{popen.pid}-{name}",
                 )
+                if name != "stdin":
+                    tracked.output_relays.append(thread)
 
         return _execute_child
 
     def flush(self) -> None:
-        """Interception ends: write every process not written yet (unfinished if running)."""
+        """Interception ends: write every process not written yet (unfinished if running).
+
+        A process that has exited may still have output in its relays (the program waited
+        for it without reading its pipes): its entry is written once they have passed it
+        on, within :data:`_DRAIN_SECONDS` in all, so that it is complete.
+        """
         with self._lock:
             live, self.live = self.live, set()
+        deadline = time.monotonic() + _DRAIN_SECONDS
         for tracked in sorted(live, key=lambda t: t.opened[0]):
+            if tracked.ended_ns is not None:
+                for thread in tracked.output_relays:
+                    thread.join(max(0.0, deadline - time.monotonic()))
             tracked.write(unfinished=tracked.ended_ns is None)
 
 

@@ -1,161 +1,41 @@
 """The replay side of ``patch_subprocess()``: a ``Popen`` that is a ``Popen``, spawning nothing.
 
 ``Popen._execute_child`` is replaced: instead of forking, it takes the recorded process
-from the tape and hands the child's ends of the real pipes ``Popen`` made to a
-:class:`~._pump.Pump`. CPython's own code then runs ``communicate``, ``wait``, the
-context manager, ``readline`` and text decoding over real file descriptors. The process
-answers ``poll()``, ``wait()`` and signals from the tape: ``poll()`` finds it running as
-many times as the program found it running when recording, a ``communicate(timeout=...)``
-recorded as timing out times out once its recorded output is read, and a signal ends it.
+from the tape (a :class:`~._fake.Fake`). ``Popen.__init__`` and ``_get_handles`` are
+wrapped so that a process's pipes can be wired rather than made (``_lazy``): a process
+with nothing left to do once started gets them only if the program touches one, and a
+``communicate()`` on pipes nobody touched is answered from the tape. Any other process
+gets its pipes at once, fed by a :class:`~._pump.Pump`. Over pipes that exist, CPython's
+own code runs ``communicate``, ``wait``, the context manager, ``readline`` and text
+decoding over real file descriptors. The process answers ``poll()``, ``wait()`` and
+signals from the tape: ``poll()`` finds it running as many times as the program found it
+running when recording, a ``communicate(timeout=...)`` recorded as timing out times out
+once its recorded output is read, and a signal ends it.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
+import functools
 import os
-import re
 import subprocess
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from ..._errors import UsageError
-from ...cassette import ErrorInfo, Payload, ProcessCall
-from ...replayer import rebuild_error
-from ...report import MismatchKind, diff_values_counted
 from .._process import UNKNOWN_INPUT, ProcessReplay
 from ._asyncio import replaying_asyncio
+from ._fake import Fake, items, spawn_error
+from ._lazy import LAZY, STREAMS, StreamAttribute, Wiring
 from ._pipes import ORIGINALS, TAPE_PID_BASE, TRACKER, Spawn, install_methods, pending_bytes
-from ._pump import STALL_SECONDS, Pump
+from ._pump import Pump
 
 __all__ = ["WAIT_SECONDS", "replaying_popen"]
 
 #: Real seconds ``wait()`` waits for a replayed process to deliver its recorded output.
 WAIT_SECONDS: Final = 10.0
-_ERRNO_MESSAGE: Final = re.compile(r"^\[Errno (\d+)\] (.*?)(?:: '(.*)')?$", re.S)
-
-
-def spawn_error(info: ErrorInfo) -> BaseException:
-    """The recorded spawn error, with its errno and filename (``FileNotFoundError``...)."""
-    cls = getattr(builtins, info.type, None)
-    match = _ERRNO_MESSAGE.match(info.message)
-    if isinstance(cls, type) and issubclass(cls, OSError) and match is not None:
-        errno_, text, filename = match.groups()
-        if filename is not None:
-            return cls(int(errno_), text, filename)
-        return cls(int(errno_), text)
-    return rebuild_error(info)
-
-
-class _Fake:
-    """The replayed process behind one ``Popen``: its tape entry and its pump."""
-
-    def __init__(self, server: ProcessReplay, entry: ProcessCall, pump: Pump) -> None:
-        self.server = server
-        self.entry = entry
-        self.pump = pump
-        self.polls_left = entry.polls
-        self.timeouts_left = entry.timeouts
-        self.timing_out = False
-        self.orig_timeout: float | None = None
-        self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
-        self._served = False
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[int], None]] = []
-        pump.on_stdin = self._stdin_problem
-        pump.on_finish = self._finished
-
-    # -- the outcome --------------------------------------------------------------------
-
-    def code(self) -> int | None:
-        """The return code the program sees once the process has ended."""
-        recorded = self.entry.returncode
-        sig = self.pump.signaled
-        if sig is not None and (self.ends_by_itself or recorded is None):
-            return -sig  # killed here, though it ended by itself on the tape
-        return recorded
-
-    def serve(self) -> None:
-        """Count the entry served (once), moving virtual time to the end of the call."""
-        with self._lock:
-            if self._served:
-                return
-            self._served = True
-        self.server.engine.served(self.entry)
-
-    def _finished(self) -> None:
-        if self.ends_by_itself or self.pump.signaled is not None:
-            self.serve()
-            code = self.code()
-            with self._lock:
-                callbacks, self._callbacks = self._callbacks, []
-            for callback in callbacks:
-                callback(code if code is not None else -9)
-
-    def when_exited(self, callback: Callable[[int], None]) -> None:
-        """Call ``callback(returncode)`` when the process ends (asyncio's watcher)."""
-        with self._lock:
-            done = self._served
-            if not done:
-                self._callbacks.append(callback)
-        if done:
-            code = self.code()
-            callback(code if code is not None else -9)
-
-    # -- stdin --------------------------------------------------------------------------
-
-    def _stdin_problem(self, what: str) -> None:
-        pump, entry = self.pump, self.entry
-        if entry.chunks is None:
-            where = "stdin"
-            expected: Any = entry.input
-            actual: Any = self.server.engine.codec.comparable(bytes(pump.received), entry.input)
-            diffs, total = diff_values_counted(expected, actual, "input")
-        else:
-            index, start = next(
-                ((i, s) for i, s in reversed(pump.stdin_starts) if s <= (pump.diverged_at or 0)),
-                pump.stdin_starts[0] if pump.stdin_starts else (0, 0),
-            )
-            where = f"stdin chunk {index}"
-            expected = _text(bytes(pump.expected[start:]))
-            actual = _text(bytes(pump.received[start:]))
-            diffs, total = diff_values_counted(expected, actual, f"chunks[{index}].data")
-        sentence = {
-            "differs": f"the program wrote other bytes to stdin than recorded ({where}).",
-            "extra": "the program wrote more to stdin than was recorded.",
-            "short": f"the program closed stdin before writing all that was recorded ({where}).",
-            "stalled": f"the program wrote nothing to stdin for {STALL_SECONDS:g} s while "
-            f"the recorded output waited for it ({where}); its output was ended so that it "
-            "does not hang.",
-        }[what]
-        self.server.engine.mismatch(
-            MismatchKind.ARGUMENT_MISMATCH,
-            seq=entry.seq,
-            worker=entry.worker,
-            boundary="process",
-            message=f"the process {entry.argv!r} at seq {entry.seq}: {sentence}",
-            expected=expected,
-            actual=actual,
-            diffs=diffs,
-            total=total,
-        )
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "backslashreplace")
-
-
-def _items(entry: ProcessCall) -> list[tuple[str, Payload]]:
-    """The recorded bytes in the order the pump serves them."""
-    if entry.chunks is not None:
-        return [(chunk.stream, chunk.data) for chunk in entry.chunks]
-    items: list[tuple[str, Payload]] = []
-    for stream, payload in (("stdin", entry.input), ("stdout", entry.stdout),
-                            ("stderr", entry.stderr)):  # fmt: skip
-        if payload is not None:
-            items.append((stream, payload))
-    return items
 
 
 class _Replaying:
@@ -163,19 +43,48 @@ class _Replaying:
 
     def __init__(self, server: ProcessReplay) -> None:
         self.server = server
-        self.live: dict[int, _Fake] = {}
+        self.live: dict[int, Fake] = {}
         self._lock = threading.Lock()
 
     def methods(self) -> dict[str, Any]:
         return {
+            "__init__": self._init(),
+            "_get_handles": _get_handles,
             "_execute_child": self._execute_child(),
+            "communicate": self._communicate(),
             "_internal_poll": _internal_poll,
             "_wait": _wait,
             "_communicate": _communicate,
             "_remaining_time": _remaining_time,
             "_check_timeout": _check_timeout,
             "send_signal": _send_signal,
+            **{name: StreamAttribute(name, _open_pipes) for name in STREAMS},
         }
+
+    def _init(self) -> Any:
+        original = ORIGINALS["__init__"]
+
+        @functools.wraps(original)
+        def __init__(popen: Any, args: Any, bufsize: Any = -1, *more: Any, **kwargs: Any) -> None:
+            # The wiring's presence tells _get_handles to leave the pipes out; its bufsize
+            # is the one argument of __init__ the file objects need that Popen keeps not.
+            wiring = Wiring(bufsize)
+            slots = popen.__dict__
+            slots[TRACKER] = wiring
+            original(popen, args, bufsize, *more, **kwargs)
+            fake = slots.get(TRACKER)
+            if type(fake) is not Fake or fake.wiring is not wiring:
+                return
+            if wiring.pipes:
+                wiring.complete(popen)
+            if not fake.fast:
+                fake.open_pipes(popen)  # it needs its pipes and its pump now
+            elif wiring.pipes:
+                for name in wiring.pipes:
+                    slots[name] = LAZY
+                fake.popen = weakref.ref(popen)
+
+        return __init__
 
     def _execute_child(self) -> Any:
         server = self.server
@@ -184,40 +93,58 @@ class _Replaying:
 
         def _execute_child(popen: Any, args: Any, executable: Any, *rest: Any) -> None:
             spawn = Spawn.of(args, executable, rest)
-            p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = spawn.fds
             entry = server.serve(spawn.argv, cwd=spawn.cwd, env=spawn.env, input=UNKNOWN_INPUT)
-            engine.clock_at(entry)
             if entry.spawn_error is not None:
                 engine.served(entry)
                 raise spawn_error(entry.spawn_error)
-            stdin = os.dup(p2cread) if p2cwrite != -1 else None
-            out = os.dup(c2pwrite) if c2pread != -1 else None
-            err = os.dup(errwrite) if errread != -1 else None
-            merged = errread == -1 and errwrite != -1 and errwrite == c2pwrite
-            popen._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+            slots = popen.__dict__
+            wiring = slots.get(TRACKER)
+            fds = spawn.fds
+            # Wired, unless pipes were made all the same (a subclass's own _get_handles).
+            if type(wiring) is Wiring and fds[1] == fds[2] == fds[4] == -1:
+                fake = Fake(server, entry, wiring)
+                # No pipe fd reached here (they are wired); only a DEVNULL CPython opened
+                # is left to close, as its own _execute_child would.
+                if "_devnull" in slots:
+                    popen._close_pipe_fds(*fds)
+                else:
+                    popen._closed_child_pipe_fds = True
+            else:
+                fake = Fake(server, entry, None)
+                fake.attach(_pump_for(popen, fake, fds))
             popen.pid = TAPE_PID_BASE + entry.seq
             popen._child_created = True
-
-            def decode(index: int, payload: Payload) -> bytes:
-                field = f"chunks[{index}]" if entry.chunks is not None else _items(entry)[index][0]
-                served: bytes = engine.payload(entry, payload, field, text=False)
-                return served
-
-            pump = Pump(
-                _items(entry),
-                stdin=stdin,
-                outputs={"stdout": out, "stderr": out if merged else err},
-                decode=decode,
-                ends_by_itself=not (entry.unfinished or entry.timeouts or entry.signals),
-                name=str(entry.seq),
-            )
-            fake = _Fake(server, entry, pump)
-            setattr(popen, TRACKER, fake)
+            slots[TRACKER] = fake
             with replaying._lock:
                 replaying.live[popen.pid] = fake
-            pump.start()
+            if fake.fast and fake.pump is None and not fake.awaits_stdin():
+                # It has exited: its output is all there and nothing waits. (Served at
+                # once, virtual time moves straight to the end of the call.)
+                fake.serve()
+                return
+            engine.clock_at(entry)  # our code runs in the call from here
+            if fake.pump is not None:
+                fake.pump.start()
 
         return _execute_child
+
+    def _communicate(self) -> Any:
+        original = ORIGINALS["communicate"]
+        replaying = self
+
+        @functools.wraps(original)
+        def communicate(popen: Any, input: Any = None, timeout: float | None = None) -> Any:
+            fake = _fake(popen)
+            if fake is not None and fake.popen is not None:
+                answer = fake.answer(popen, input, timeout)
+                if answer is not None:
+                    with replaying._lock:
+                        replaying.live.pop(popen.pid, None)  # nothing left to do for it
+                    return answer
+                fake.open_pipes(popen)
+            return original(popen, input, timeout)
+
+        return communicate
 
     def on_exit(self, pid: int, callback: Callable[[int], None]) -> bool:
         fake = self.live.get(pid)
@@ -227,26 +154,70 @@ class _Replaying:
         return True
 
     def stop(self) -> None:
-        """Interception ends: every replayed process still running ends with it."""
+        """Interception ends: every replayed process still running ends with it, and every
+        pipe still wired is made (the descriptors that would make it go with the patch)."""
         with self._lock:
             live, self.live = self.live, {}
         for fake in live.values():
-            fake.pump.stop(WAIT_SECONDS)
+            popen = fake.popen() if fake.popen is not None else None
+            if popen is not None:
+                fake.open_pipes(popen)
+            if fake.pump is not None:
+                fake.pump.stop(WAIT_SECONDS)
             fake.serve()
 
 
-def _fake(popen: Any) -> _Fake | None:
+def _pump_for(popen: Any, fake: Fake, fds: tuple[int, int, int, int, int, int]) -> Pump:
+    """A pump over the pipes CPython made (a ``Popen`` built without the patched
+    ``__init__``): it gets copies of the child's ends, which ``Popen`` closes."""
+    p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = fds
+    stdin = os.dup(p2cread) if p2cwrite != -1 else None
+    out = os.dup(c2pwrite) if c2pread != -1 else None
+    err = os.dup(errwrite) if errread != -1 else None
+    merged = errread == -1 and errwrite != -1 and errwrite == c2pwrite
+    popen._close_pipe_fds(*fds)
+    entry = fake.entry
+    return Pump(
+        items(entry),
+        stdin=stdin,
+        outputs={"stdout": out, "stderr": out if merged else err},
+        decode=fake._decode,
+        ends_by_itself=fake.ends_by_itself,
+        name=str(entry.seq),
+    )
+
+
+def _fake(popen: Any) -> Fake | None:
     found = popen.__dict__.get(TRACKER)
-    return found if isinstance(found, _Fake) else None
+    return found if type(found) is Fake else None
 
 
-def _raise_pending(fake: _Fake) -> None:
-    error, fake.pump.error = fake.pump.error, None
+def _open_pipes(popen: Any) -> None:
+    fake = _fake(popen)
+    if fake is not None:
+        fake.open_pipes(popen)
+
+
+def _get_handles(self: Any, stdin: Any, stdout: Any, stderr: Any) -> Any:
+    wiring = self.__dict__.get(TRACKER)
+    if type(wiring) is not Wiring:
+        return ORIGINALS["_get_handles"](self, stdin, stdout, stderr)
+    stdin, stdout, stderr = wiring.wire(stdin, stdout, stderr)
+    if stdin is None and stdout is None and stderr is None:
+        return -1, -1, -1, -1, -1, -1
+    return ORIGINALS["_get_handles"](self, stdin, stdout, stderr)
+
+
+def _raise_pending(fake: Fake) -> None:
+    error, fake.error = fake.error, None
+    pump = fake.pump
+    if error is None and pump is not None:
+        error, pump.error = pump.error, None
     if error is not None:
         raise error
 
 
-def _settle(popen: Any, fake: _Fake) -> int | None:
+def _settle(popen: Any, fake: Fake) -> int | None:
     """The process has ended for the program: its return code is collected."""
     if popen.returncode is None:
         popen.returncode = fake.code()
@@ -264,7 +235,7 @@ def _internal_poll(self: Any, *args: Any, **kwargs: Any) -> Any:
     if deadstate is None and fake.polls_left > 0:
         fake.polls_left -= 1
         return None
-    if fake.ends_by_itself or fake.pump.finished.is_set():
+    if fake.ends_by_itself or fake.finished():
         return _settle(self, fake)
     return None
 
@@ -275,6 +246,12 @@ def _wait(self: Any, timeout: float | None) -> Any:
         return ORIGINALS["_wait"](self, timeout)
     if self.returncode is not None:
         return self.returncode
+    if fake.awaits_stdin():
+        fake.open_pipes(self)  # the process waits for that stdin, as the pump does
+    pump = fake.pump
+    if pump is None:
+        _raise_pending(fake)
+        return _settle(self, fake)
     if timeout is not None and fake.timing_out:
         # communicate(timeout=...) timed out on the tape while waiting for the exit; Python
         # reports the time that was left then, which was about the whole timeout.
@@ -283,9 +260,9 @@ def _wait(self: Any, timeout: float | None) -> Any:
     if timeout is not None and (fake.polls_left > 0 or not fake.ends_by_itself):
         if fake.polls_left > 0:
             fake.polls_left -= 1
-        if fake.polls_left > 0 or not fake.pump.finished.is_set():
+        if fake.polls_left > 0 or not pump.finished.is_set():
             raise subprocess.TimeoutExpired(self.args, timeout)
-    if not fake.pump.finished.wait(WAIT_SECONDS):
+    if not pump.finished.wait(WAIT_SECONDS):
         entry = fake.entry
         state = "was still running when interception ended" if entry.unfinished else (
             "was ended by a signal the program sent" if entry.signals else
@@ -318,8 +295,9 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
     return result
 
 
-def _drained(self: Any, fake: _Fake) -> bool:
-    if not fake.pump.delivered.is_set():
+def _drained(self: Any, fake: Fake) -> bool:
+    pump = fake.pump
+    if pump is not None and not pump.delivered.is_set():
         return False
     for pipe in (self.stdout, self.stderr):
         if pipe is not None:
@@ -361,7 +339,7 @@ def _send_signal(self: Any, sig: int) -> None:
         ORIGINALS["send_signal"](self, sig)
         return
     self.poll()
-    if self.returncode is not None:
+    if self.returncode is not None or fake.pump is None:
         return
     fake.pump.signal(int(sig))
 

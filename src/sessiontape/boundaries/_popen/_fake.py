@@ -1,0 +1,324 @@
+"""One replayed process: its tape entry, its pipes (wired, then made), its pump.
+
+A process whose recorded interaction is not a conversation and that ended by itself
+(:attr:`Fake.fast`) has ended as soon as it started: its pipes are made only when the
+program touches one (``_lazy``), and a ``communicate()`` on pipes nobody touched is
+answered from the tape (:meth:`Fake.answer`), with no pipe and no thread. Any other
+process gets its pipes at once, fed by a :class:`~._pump.Pump`, and so does a fast one
+once the program touches its pipes, if its recorded output does not fit in them at once
+or stdin is to be checked as it comes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Final
+
+from ...cassette import ErrorInfo, Payload, ProcessCall
+from ...replayer import rebuild_error
+from ...report import MismatchKind, diff_values_counted
+from .._process import ProcessReplay
+from ._lazy import Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
+from ._pipes import close_quietly
+from ._pump import STALL_SECONDS, Pump
+
+__all__ = ["Fake", "items", "spawn_error"]
+
+_ERRNO_MESSAGE: Final = re.compile(r"^\[Errno (\d+)\] (.*?)(?:: '(.*)')?$", re.S)
+
+
+def spawn_error(info: ErrorInfo) -> BaseException:
+    """The recorded spawn error, with its errno and filename (``FileNotFoundError``...)."""
+    cls = getattr(builtins, info.type, None)
+    match = _ERRNO_MESSAGE.match(info.message)
+    if isinstance(cls, type) and issubclass(cls, OSError) and match is not None:
+        errno_, text, filename = match.groups()
+        if filename is not None:
+            return cls(int(errno_), text, filename)
+        return cls(int(errno_), text)
+    return rebuild_error(info)
+
+
+def _empty(payload: Payload) -> bool:
+    return payload is None or payload == ""
+
+
+class Fake:
+    """The replayed process behind one ``Popen``: its tape entry, how its pipes are wired
+    (until they are made), and its pump (once they carry bytes a thread may have to feed)."""
+
+    __slots__ = (
+        "_callbacks", "_lock", "_served", "ends_by_itself", "entry", "error", "fast",
+        "orig_timeout", "polls_left", "popen", "pump", "server", "timeouts_left",
+        "timing_out", "wiring",
+    )  # fmt: skip
+
+    def __init__(self, server: ProcessReplay, entry: ProcessCall, wiring: Wiring | None) -> None:
+        self.server = server
+        self.entry = entry
+        self.wiring = wiring
+        self.pump: Pump | None = None
+        self.error: BaseException | None = None
+        #: The ``Popen``, while pipes wired for it wait to be made.
+        self.popen: weakref.ref[Any] | None = None
+        self.polls_left = entry.polls
+        self.timeouts_left = entry.timeouts
+        self.timing_out = False
+        self.orig_timeout: float | None = None
+        self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
+        #: The fast path's condition: what the process did needs neither a thread nor a
+        #: pipe made before the program asks for one. Not a conversation (its recorded
+        #: output waits for no stdin chunk), ended by itself (no timeout, signal or
+        #: unfinished state decides when its output ends), never found running by a poll.
+        self.fast = entry.chunks is None and entry.polls == 0 and self.ends_by_itself
+        self._served = False
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[int], None]] = []
+
+    def attach(self, pump: Pump) -> Pump:
+        """Give the process its pump (before it is started)."""
+        pump.on_stdin = self._stdin_problem
+        pump.on_finish = self._finished
+        self.pump = pump
+        return pump
+
+    # -- the outcome --------------------------------------------------------------------
+
+    def code(self) -> int | None:
+        """The return code the program sees once the process has ended."""
+        recorded = self.entry.returncode
+        sig = self.pump.signaled if self.pump is not None else None
+        if sig is not None and (self.ends_by_itself or recorded is None):
+            return -sig  # killed here, though it ended by itself on the tape
+        return recorded
+
+    def finished(self) -> bool:
+        """Whether its output has ended (a process with no pump delivered it at once)."""
+        return self.pump is None or self.pump.finished.is_set()
+
+    def awaits_stdin(self) -> bool:
+        """Whether it still waits for stdin the tape says the program wrote to a pipe
+        not made yet (it cannot have ended before that stdin came)."""
+        wiring = self.wiring
+        return wiring is not None and "stdin" in wiring.pipes and not _empty(self.entry.input)
+
+    def serve(self) -> None:
+        """Count the entry served (once), moving virtual time to the end of the call."""
+        if not self._served:
+            with self._lock:
+                first, self._served = not self._served, True
+            if first:
+                self.server.engine.served(self.entry)
+
+    def _finished(self) -> None:
+        pump = self.pump
+        if self.ends_by_itself or (pump is not None and pump.signaled is not None):
+            self.serve()
+            code = self.code()
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                callback(code if code is not None else -9)
+
+    def when_exited(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(returncode)`` when the process ends (asyncio's watcher)."""
+        with self._lock:
+            done = self._served
+            if not done:
+                self._callbacks.append(callback)
+        if done:
+            code = self.code()
+            callback(code if code is not None else -9)
+
+    # -- the pipes ----------------------------------------------------------------------
+
+    def open_pipes(self, popen: Any) -> None:
+        """Make the wired pipes (once) and feed them from the tape; a process that is not
+        :attr:`fast` gets its pump here, pipes or none (it decides when the process ends)."""
+        with self._lock:
+            wiring = self.wiring
+            if wiring is None or not (wiring.pipes or (not self.fast and self.pump is None)):
+                return
+            child = make_pipes(popen, wiring, popen.pipesize) if wiring.pipes else {}
+            self.popen = None
+        stdin, out, err = child.get("stdin"), child.get("stdout"), child.get("stderr")
+        if self.fast and (stdin is None or _empty(self.entry.input)) and self._write(out, err):
+            # The process has exited: end of file on its output, EPIPE for stdin writes.
+            close_quietly(stdin, out, err if err != out else None)
+            return
+        pump = Pump(
+            items(self.entry),
+            stdin=stdin,
+            outputs={"stdout": out, "stderr": err},
+            decode=self._decode,
+            ends_by_itself=self.ends_by_itself,
+            name=str(self.entry.seq),
+        )
+        self.attach(pump).start()
+
+    def _write(self, out: int | None, err: int | None) -> bool:
+        """Write the recorded output into the pipes at once if it fits in them (so that no
+        reader is needed); ``False`` if it does not (the pump writes it then). ``err`` is
+        ``out`` when stderr goes to stdout."""
+        try:
+            data = self._output(self.entry.stdout, "stdout") if out is not None else b""
+            more = self._output(self.entry.stderr, "stderr") if err is not None else b""
+        except Exception as exc:  # a payload the tape lacks: raised where the pump raises it
+            self.error = exc
+            return True
+        if more and err == out:
+            data, more = data + more, b""
+        pending = [
+            (fd, chunk) for fd, chunk in ((out, data), (err, more)) if fd is not None and chunk
+        ]
+        if not all(fits(fd, len(chunk)) for fd, chunk in pending):
+            return False
+        for fd, chunk in pending:
+            view = memoryview(chunk)
+            while view:  # one write: it fits in the empty pipe
+                view = view[os.write(fd, view) :]
+        return True
+
+    def _output(self, payload: Payload, name: str) -> bytes:
+        """The recorded ``stdout`` or ``stderr`` (``payload``) as bytes served today."""
+        if payload is None:
+            return b""
+        served: bytes = self.server.engine.payload(self.entry, payload, name, text=False)
+        return served
+
+    def _decode(self, index: int, payload: Payload) -> bytes:
+        entry = self.entry
+        field = f"chunks[{index}]" if entry.chunks is not None else items(entry)[index][0]
+        served: bytes = self.server.engine.payload(entry, payload, field, text=False)
+        return served
+
+    # -- communicate() from the tape ------------------------------------------------------
+
+    def answer(self, popen: Any, input: Any, timeout: float | None) -> Any:
+        """``communicate(input, timeout)`` answered from the tape while no wired pipe is
+        made; ``None`` if CPython's own code must run it (the pipes are made first)."""
+        wiring = self.wiring
+        if wiring is None or popen._communication_started or bool(popen.text_mode) != wiring.text:
+            return None
+        names = wiring.pipes
+        if not names:
+            return None  # made by another thread since the caller looked
+        closed = wiring.closed_files()
+        written = stdin_bytes(wiring, input, closed["stdin"]) if "stdin" in names else None
+        if written is None and "stdin" in names:
+            return None
+        out_raw = err_raw = out = err = None
+        try:
+            if "stdout" in names:
+                out_raw = self._output(self.entry.stdout, "stdout")
+                if (out := read_as(popen, wiring, out_raw, closed["stdout"])) is None:
+                    return None
+            if "stderr" in names:
+                err_raw = self._output(self.entry.stderr, "stderr")
+                if (err := read_as(popen, wiring, err_raw, closed["stderr"])) is None:
+                    return None
+        except Exception:  # a payload the tape lacks: raised as the pump path raises it
+            return None
+        with self._lock:
+            if wiring.pipes is not names:
+                return None  # another thread made them meanwhile
+            wiring.pipes = ()
+            self.popen = None
+        if timeout is not None or len(names) > 1:
+            popen._communication_started = True  # CPython's select loop, not its shortcut
+        close_answered(popen, wiring, closed, names, (out_raw, err_raw), input, written)
+        if written is not None:
+            self._check_input(written)
+        self.serve()
+        popen.wait()
+        return out, err
+
+    # -- stdin --------------------------------------------------------------------------
+
+    def _check_input(self, written: bytes) -> None:
+        """Compare what ``communicate()`` wrote with the tape, as the pump does."""
+        entry = self.entry
+        engine = self.server.engine
+        if entry.input is None and not written:
+            return
+        actual = engine.codec.comparable(written, entry.input)
+        if actual == entry.input:
+            return
+        try:
+            expected: bytes | None = engine.payload(entry, entry.input, "input", text=False)
+        except Exception:
+            expected = None
+        what = "differs"
+        if expected is not None and expected.startswith(written):
+            what = "short"
+        elif expected is not None and written.startswith(expected):
+            what = "extra"
+        diffs, total = diff_values_counted(entry.input, actual, "input")
+        try:
+            self._report(what, "stdin", entry.input, actual, diffs, total)
+        except BaseException as exc:  # strict mode: raised once communicate() is done
+            self.error = exc
+
+    def _stdin_problem(self, what: str) -> None:
+        pump, entry = self.pump, self.entry
+        assert pump is not None
+        if entry.chunks is None:
+            where = "stdin"
+            expected: Any = entry.input
+            actual: Any = self.server.engine.codec.comparable(bytes(pump.received), entry.input)
+            diffs, total = diff_values_counted(expected, actual, "input")
+        else:
+            index, start = next(
+                ((i, s) for i, s in reversed(pump.stdin_starts) if s <= (pump.diverged_at or 0)),
+                pump.stdin_starts[0] if pump.stdin_starts else (0, 0),
+            )
+            where = f"stdin chunk {index}"
+            expected = _text(bytes(pump.expected[start:]))
+            actual = _text(bytes(pump.received[start:]))
+            diffs, total = diff_values_counted(expected, actual, f"chunks[{index}].data")
+        self._report(what, where, expected, actual, diffs, total)
+
+    def _report(
+        self, what: str, where: str, expected: Any, actual: Any, diffs: Any, total: int
+    ) -> None:
+        entry = self.entry
+        sentence = {
+            "differs": f"the program wrote other bytes to stdin than recorded ({where}).",
+            "extra": "the program wrote more to stdin than was recorded.",
+            "short": f"the program closed stdin before writing all that was recorded ({where}).",
+            "stalled": f"the program wrote nothing to stdin for {STALL_SECONDS:g} s while "
+            f"the recorded output waited for it ({where}); its output was ended so that it "
+            "does not hang.",
+        }[what]
+        self.server.engine.mismatch(
+            MismatchKind.ARGUMENT_MISMATCH,
+            seq=entry.seq,
+            worker=entry.worker,
+            boundary="process",
+            message=f"the process {entry.argv!r} at seq {entry.seq}: {sentence}",
+            expected=expected,
+            actual=actual,
+            diffs=diffs,
+            total=total,
+        )
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def items(entry: ProcessCall) -> list[tuple[str, Payload]]:
+    """The recorded bytes in the order the pump serves them."""
+    if entry.chunks is not None:
+        return [(chunk.stream, chunk.data) for chunk in entry.chunks]
+    items: list[tuple[str, Payload]] = []
+    for stream, payload in (("stdin", entry.input), ("stdout", entry.stdout),
+                            ("stderr", entry.stderr)):  # fmt: skip
+        if payload is not None:
+            items.append((stream, payload))
+    return items
