@@ -524,6 +524,47 @@ def test_paths_replay_under_todays_roots(tmp_path: Path) -> None:
         assert tape.finish().ok
 
 
+class _Planner:
+    """An agent whose request holds a path, nested: it answers with the path it saw."""
+
+    def plan(self, request: dict[str, Any], attempt: int) -> dict[str, Any]:
+        return {"worktree": request["where"]["worktree"], "files": request["files"]}
+
+
+def _plan(tape: sessiontape.Tape, root: Path, files: list[str]) -> Any:
+    agent = tape.boundary("planner", _Planner(), methods=["plan"])
+    request = {"task": "t1", "where": {"worktree": str(root / "wt")}, "files": files}
+    result = agent.plan(request, attempt=1)
+    tape.finish()
+    return result
+
+
+def test_method_calls_made_with_todays_paths_are_the_recorded_ones(tmp_path: Path) -> None:
+    then, now = tmp_path / "then", tmp_path / "now"
+    path = tmp_path / "m.jsonl"
+    with sessiontape.record(path, roots={"repo": str(then)}) as tape:
+        _plan(tape, then, [str(then / "a.py"), "b.py"])
+    with sessiontape.replay(path, roots={"repo": str(now)}) as tape:
+        result = _plan(tape, now, [str(now / "a.py"), "b.py"])
+    assert tape.report.ok, tape.report.render()
+    # The recorded result, with today's paths.
+    assert result == {"worktree": str(now / "wt"), "files": [str(now / "a.py"), "b.py"]}
+
+
+def test_a_difference_beside_todays_paths_is_still_a_mismatch(tmp_path: Path) -> None:
+    then, now = tmp_path / "then", tmp_path / "now"
+    path = tmp_path / "m.jsonl"
+    with sessiontape.record(path, roots={"repo": str(then)}) as tape:
+        _plan(tape, then, [str(then / "a.py"), "b.py"])
+    with sessiontape.replay(path, roots={"repo": str(now)}) as tape:
+        _plan(tape, now, [str(now / "a.py"), "c.py"])
+    (mismatch,) = tape.report.mismatches
+    assert mismatch.kind is sessiontape.MismatchKind.ARGUMENT_MISMATCH
+    assert [(d.path, d.expected, d.actual) for d in mismatch.diffs] == [
+        ("args[0].files[1]", "b.py", "c.py")
+    ]
+
+
 def test_ten_minutes_of_sleeps_replay_instantly_reading_recorded_times(tmp_path: Path) -> None:
     path = tmp_path / "sleepy.jsonl"
     # A recording made "ten minutes" long by fast-forwarding the recorded timestamps.

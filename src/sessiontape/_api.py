@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from . import _hooks
-from .cassette import DEFAULT_MAX_INLINE_BYTES, Level, Recording, load
+from .cassette import DEFAULT_MAX_INLINE_BYTES, Level, Recording, load_for_replay
 from .recorder import IfExists, Recorder
 from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
 from .scrub import PathRoots
@@ -85,7 +85,7 @@ def replay(
     recorded path placeholders. With ``patch_time`` (the default), entering the tape
     makes ``time.sleep`` instant and wall-clock reads virtual.
     """
-    recording = source if isinstance(source, Recording) else load(source)
+    recording = source if isinstance(source, Recording) else load_for_replay(source)
     engine = ReplayEngine(
         recording,
         strict=strict,

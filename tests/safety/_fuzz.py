@@ -2,7 +2,8 @@
 
 The contract (:func:`contract`): for any bytes, ``loads``/``load`` return a Recording or
 raise :class:`~sessiontape.CassetteError` naming the file (and the line, when one is to
-blame); ``is_cassette`` answers a bool; a loaded tape has its entries in strictly
+blame), and so does ``load_for_replay``, taking whatever ``load`` takes to the same
+entries; ``is_cassette`` answers a bool; a loaded tape has its entries in strictly
 increasing seq order, and ``validate``'s checks and a replay engine's report run on it
 without raising. Mutations (:func:`mutate`) are what damages real tapes: flipped bytes
 and bits, cuts, lost, doubled, swapped and joined lines, edited seqs and timestamps,
@@ -20,6 +21,7 @@ from typing import Any
 
 import sessiontape
 from sessiontape import CassetteError
+from sessiontape.cassette import _loader, _mapped, eager, load_for_replay
 from sessiontape.cli._validate import check
 from sessiontape.report import describe
 
@@ -211,6 +213,9 @@ def contract(data: bytes, path: Path | None = None) -> tuple[str | None, bool]:
                 return "load refused what loads took", loaded
         except BaseException as exc:
             return f"load raised {type(exc).__name__}: {exc}", loaded
+        problem = _lazy_agrees(path, recording)
+        if problem is not None:
+            return problem, loaded
     if recording is None:
         return None, False
     seqs = [e.seq for e in recording.entries]
@@ -226,6 +231,33 @@ def contract(data: bytes, path: Path | None = None) -> tuple[str | None, bool]:
     except BaseException as exc:
         return f"validating or replaying a loaded tape raised {type(exc).__name__}: {exc}", True
     return None, True
+
+
+def _lazy_agrees(path: Path, recording: sessiontape.Recording | None) -> str | None:
+    """What is wrong with loading ``path`` for replay, given what ``load`` made of it.
+
+    It takes what ``load`` takes, to the same entries once decoded; it may take more (an
+    output that is not a payload is refused when its call is served, not at load), and
+    it refuses with a CassetteError naming the file.
+    """
+    for map_at in (_loader.MAP_AT, 0):  # read into memory, then mapped (small windows)
+        saved = _loader.MAP_AT, _mapped.WINDOW
+        _loader.MAP_AT, _mapped.WINDOW = map_at, (_mapped.WINDOW if map_at else 512)
+        try:
+            lazy = load_for_replay(path)
+        except CassetteError as exc:
+            if recording is not None:
+                return f"load_for_replay refused what load took: {exc}"
+            if exc.path != str(path):
+                return f"a CassetteError that does not name the file: {exc}"
+            continue
+        except BaseException as exc:
+            return f"load_for_replay raised {type(exc).__name__}: {exc}"
+        finally:
+            _loader.MAP_AT, _mapped.WINDOW = saved
+        if recording is not None and [eager(e) for e in lazy.entries] != recording.entries:
+            return "load_for_replay and load made different entries of the same bytes"
+    return None
 
 
 def run_mutations(count: int, seed: int, workdir: Path) -> dict[str, Any]:

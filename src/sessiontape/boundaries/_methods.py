@@ -10,20 +10,26 @@ order, and compares its result with the tape.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
-
-import msgspec
+from typing import Any
 
 from .._context import parent_var
 from .._errors import UsageError
-from ..cassette import AgentTurn, Call, CallEntry, Entry, ErrorInfo, StoreMutation
+from ..cassette import (
+    AgentTurn,
+    Call,
+    CallEntry,
+    Entry,
+    ErrorInfo,
+    StoreMutation,
+    stored_result,
+)
 from ..recorder import Opened, common_fields
 from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
-from ..scrub import PathRoots, error_info, qualname
+from ..scrub import error_info, qualname
 from ._protocols import RecordSide, ReplaySide
+from ._today import RESULTS
 
 __all__ = [
     "EntryMaker",
@@ -203,17 +209,20 @@ def _take(
 ) -> CallEntry | None:
     """The entry answering a method call: the head of the worker's queue when the call is
     the recorded one exactly (the common case, compared field by field with nothing
-    built), else whatever alignment finds for today's request, in the shape of
-    ``request_of`` a recorded call."""
+    built) or with today's paths in place of the placeholders (compared as JSON), else
+    whatever alignment finds for today's request, in the shape of ``request_of`` a
+    recorded call."""
     raw_args = engine.raw(list(args))
     raw_kwargs = engine.raw(kwargs)
     if (
         head is not None
-        and (head.operation if type(head) is StoreMutation else head.method) == method  # type: ignore[union-attr]
-        and head.args == raw_args  # type: ignore[union-attr]
-        and head.kwargs == raw_kwargs  # type: ignore[union-attr]
+        and (head.operation if isinstance(head, StoreMutation) else head.method) == method  # type: ignore[union-attr]
     ):
-        return engine.take_head(boundary)
+        recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
+        if (recorded_args == raw_args and recorded_kwargs == raw_kwargs) or RESULTS.same_today(
+            engine, [recorded_args, recorded_kwargs], [raw_args, raw_kwargs]
+        ):
+            return engine.take_head(boundary)
     request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}
     return engine.take(boundary, request, normalize)
 
@@ -236,80 +245,6 @@ def _normalizer(engine: ReplaySide) -> Normalize:
         }
 
     return normalize
-
-
-#: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
-_Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
-
-
-class _Results:
-    """Recorded results turned into what the application receives.
-
-    The recorded result is encoded once and decoded straight into the result type (a
-    fresh object: the application may change it without changing the tape), with path
-    placeholders expanded in the JSON bytes, and only when one of today's roots occurs
-    there. That costs about half of walking the data to expand it and converting it.
-    """
-
-    def __init__(self) -> None:
-        self._decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
-        # The roots last asked for and their expander: a replay keeps one set of roots.
-        self._last: tuple[PathRoots | None, _Expander | None] = (None, None)
-
-    def _decoder(self, target: Any) -> msgspec.json.Decoder[Any] | None:
-        try:
-            return self._decoders[target]
-        except KeyError:
-            pass
-        try:
-            decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(
-                target if target is not None else Any, strict=False
-            )
-        except TypeError:
-            decoder = None  # a type msgspec decodes only by conversion
-        self._decoders[target] = decoder
-        return decoder
-
-    def _expander(self, roots: PathRoots) -> _Expander | None:
-        last_roots, last = self._last
-        if roots is last_roots:
-            return last
-        named = roots.as_dict()
-        expander: _Expander | None = None
-        if named:
-            table = {
-                b"{" + name.encode() + b"}": _JSON.encode(path)[1:-1]
-                for name, path in named.items()
-            }
-            pattern = re.compile(b"|".join(re.escape(key) for key in table))
-            expander = (pattern, table)
-        self._last = (roots, expander)
-        return expander
-
-    def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
-        """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
-        assert isinstance(entry, (AgentTurn, StoreMutation, Call))
-        raw = _JSON.encode(entry.result)
-        expander = self._expander(engine.roots)
-        if expander is not None:
-            pattern, table = expander
-            if pattern.search(raw) is not None:
-                raw = pattern.sub(lambda m: table[m.group(0)], raw)
-        decoder = self._decoder(target)
-        try:
-            if decoder is not None:
-                return decoder.decode(raw)
-            return msgspec.convert(msgspec.json.decode(raw), target, strict=False)
-        except msgspec.ValidationError as exc:
-            raise UsageError(
-                f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
-                f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
-                "the application uses today, or re-record."
-            ) from None
-
-
-_JSON: Final = msgspec.json.Encoder()
-_RESULTS: Final = _Results()
 
 
 def substitute_proxy(
@@ -347,7 +282,7 @@ def substitute_proxy(
             assert isinstance(entry, (AgentTurn, Call))
             if entry.error is not None:
                 raise rebuild_error(entry.error)
-            return _RESULTS.decode(engine, entry, result_type(entry))
+            return RESULTS.decode(engine, entry, result_type(entry))
 
         return _named(call, method)
 
@@ -402,13 +337,16 @@ def _check_result(
         actual: Any = {"error": {"type": qualname(type(exc)), "message": message}}
     else:
         raw = engine.raw(result)
-        if entry.error is None and raw == entry.result:
+        if entry.error is None and RESULTS.same_result(entry.result, raw):
             return  # equal before scrubbing, so equal after it (scrubbing is idempotent)
-        actual = {"result": engine.scrubber.data_like(raw, entry.result)}
+        recorded = stored_result(entry.result)
+        if entry.error is None and raw == recorded:
+            return
+        actual = {"result": engine.scrubber.data_like(raw, recorded)}
     if entry.error is not None:
         expected: Any = {"error": {"type": entry.error.type, "message": entry.error.message}}
     else:
-        expected = {"result": entry.result}
+        expected = {"result": stored_result(entry.result)}
     if expected == actual:
         return
     diffs, total = diff_values_counted(expected, actual)

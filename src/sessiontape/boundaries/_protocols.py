@@ -12,6 +12,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections import deque
+
+    import msgspec
+
     from .._errors import UnrecordedCallError
     from ..cassette import CallEntry, Entry, Level, Payload, PayloadCodec, Recording
     from ..recorder import Opened
@@ -71,8 +75,19 @@ class ReplaySide(Protocol):
     def clock_at(self, entry: CallEntry) -> None:
         """Move virtual time to the start of a recorded call."""
 
-    def payload(self, entry: CallEntry, stored: Payload, field: str, *, text: bool) -> Any:
+    def queue(self, boundary: str) -> deque[CallEntry] | None:
+        """The calling worker's queue of recorded calls of ``boundary``."""
+
+    def took(self, entry: CallEntry) -> None:
+        """Note that the calling worker took ``entry``, the head of its queue."""
+
+    def payload(
+        self, entry: CallEntry, stored: Payload | msgspec.Raw, field: str, *, text: bool
+    ) -> Any:
         """A recorded payload as served today."""
+
+    def stored(self, entry: CallEntry, value: Payload | msgspec.Raw, field: str) -> Payload:
+        """A process call's output as stored, for either form of the entry."""
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error to raise for a call with no recorded answer."""

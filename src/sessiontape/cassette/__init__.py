@@ -32,10 +32,23 @@ from ._entries import (
     StoreSnapshot,
     Usage,
     boundary_of,
-    process_payloads,
     request_of,
 )
-from ._loader import is_cassette, line_numbers, load, loads
+from ._lazy import (
+    LAZY_KINDS,
+    LazyAgentTurn,
+    LazyCall,
+    LazyEntry,
+    LazyProcessCall,
+    LazyStoreMutation,
+    eager,
+    process_payloads,
+    result_json,
+    stored,
+    stored_result,
+)
+from ._loader import is_cassette, line_numbers, load, load_for_replay, loads
+from ._mapped import MappedFile
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
@@ -55,6 +68,7 @@ __all__ = [
     "DEFAULT_MAX_INLINE_BYTES",
     "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
+    "LAZY_KINDS",
     "MAX_NS",
     "MAX_SEQ",
     "SIDECAR_SUFFIX",
@@ -68,7 +82,13 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "LazyAgentTurn",
+    "LazyCall",
+    "LazyEntry",
+    "LazyProcessCall",
+    "LazyStoreMutation",
     "Level",
+    "MappedFile",
     "Payload",
     "PayloadCodec",
     "ProcessCall",
@@ -84,15 +104,20 @@ __all__ = [
     "beside",
     "boundary_of",
     "digest",
+    "eager",
     "encode_entry",
     "is_cassette",
     "line_numbers",
     "load",
+    "load_for_replay",
     "loads",
     "open_private",
     "process_payloads",
     "request_of",
+    "result_json",
     "set_aside_tail",
     "sidecar_dir",
+    "stored",
+    "stored_result",
     "write_private_file",
 ]

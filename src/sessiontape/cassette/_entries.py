@@ -12,7 +12,6 @@ and comes with a reader for the previous version.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -43,7 +42,6 @@ __all__ = [
     "StoreSnapshot",
     "Usage",
     "boundary_of",
-    "process_payloads",
     "request_of",
 ]
 
@@ -328,12 +326,3 @@ def request_of(entry: CallEntry) -> dict[str, Any]:
         return {"argv": entry.argv, "cwd": entry.cwd, "env": entry.env, "input": entry.input}
     method = entry.operation if isinstance(entry, StoreMutation) else entry.method
     return {"method": method, "args": entry.args, "kwargs": entry.kwargs}
-
-
-def process_payloads(entry: ProcessCall) -> Iterator[tuple[str, Payload]]:
-    """Every payload of a process call with its field path (``stdout``, ``chunks[3]``...)."""
-    yield "input", entry.input
-    yield "stdout", entry.stdout
-    yield "stderr", entry.stderr
-    for index, chunk in enumerate(entry.chunks or ()):
-        yield f"chunks[{index}]", chunk.data

@@ -15,18 +15,21 @@ from __future__ import annotations
 import gc
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import msgspec
 
 from .._errors import CassetteError
 from ._entries import FORMAT_VERSION, Entry
+from ._lazy import LazyEntry
+from ._mapped import MAP_AT, MappedFile
 from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "line_numbers", "load", "loads"]
+__all__ = ["is_cassette", "line_numbers", "load", "load_for_replay", "loads"]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
+_LAZY_DECODER: Final = msgspec.json.Decoder(LazyEntry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -126,19 +129,33 @@ def _promote_to_oldest_generation() -> None:
     gc.unfreeze()
 
 
-def _decode_all(data: bytes, path: str) -> tuple[list[Entry], bool]:
-    """Decode every line; return the entries and whether a torn last line was set aside."""
+def _decode_fast(decode: Callable[[], list[Any]]) -> list[Any] | None:
+    """Run ``decode`` (every line at once) with the GC paused; ``None`` for a bad line."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of small objects: a pause saves ~30%.
     try:
         try:
-            decoded: list[Entry] = _ENTRY_DECODER.decode_lines(data)
+            decoded = decode()
         except _BAD_LINE:
-            pass
-        else:
-            if gc_was_enabled and len(decoded) >= _PROMOTE_AT and not gc.get_freeze_count():
-                _promote_to_oldest_generation()
-            return decoded, False
+            return None
+        if gc_was_enabled and len(decoded) >= _PROMOTE_AT and not gc.get_freeze_count():
+            _promote_to_oldest_generation()
+        return decoded
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _decode_all(
+    data: bytes, path: str, decoder: msgspec.json.Decoder[Any] = _ENTRY_DECODER
+) -> tuple[list[Entry], bool]:
+    """Decode every line; return the entries and whether a torn last line was set aside."""
+    decoded = _decode_fast(lambda: decoder.decode_lines(data))
+    if decoded is not None:
+        return decoded, False
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
         # Slow path, only for damaged files: find the bad line and decide whether it is
         # the torn tail of a crash (keep the prefix) or corruption (name the line).
         lines = data.split(b"\n")
@@ -191,7 +208,16 @@ def line_numbers(path: str | os.PathLike[str]) -> dict[int, int]:
 
 
 def _read_regular_file(name: str) -> bytes:
-    """The bytes of the regular file ``name``; a :class:`CassetteError` for anything else.
+    """The bytes of the regular file ``name``; a :class:`CassetteError` for anything else."""
+    fd, size = _open_regular_file(name)
+    try:
+        return _read_all(fd, size, name)
+    finally:
+        os.close(fd)
+
+
+def _open_regular_file(name: str) -> tuple[int, int]:
+    """A descriptor open on the regular file ``name``, and its size.
 
     A FIFO, a device or a directory is refused before a byte is read: reading ``/dev/zero``
     would never end, and reading a FIFO would wait for a writer that may never come.
@@ -218,20 +244,34 @@ def _read_regular_file(name: str) -> bytes:
             raise CassetteError(
                 f"this is {what}, not a cassette. Name a cassette file (.jsonl).", path=name
             )
+    except OSError as exc:
+        os.close(fd)
+        raise _unreadable(exc, name) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def _unreadable(exc: OSError, name: str) -> CassetteError:
+    return CassetteError(
+        f"cannot read the cassette ({exc.strerror or exc}). Check the file and the disk.",
+        path=name,
+    )
+
+
+def _read_all(fd: int, size: int, name: str) -> bytes:
+    """Everything left to read at ``fd`` (``size``: what ``fstat`` said, a hint)."""
+    try:
         chunks: list[bytes] = []
         while True:
-            chunk = os.read(fd, max(1 << 20, info.st_size + 1))
+            chunk = os.read(fd, max(1 << 20, size + 1))
             if not chunk:
                 break
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        raise CassetteError(
-            f"cannot read the cassette ({exc.strerror or exc}). Check the file and the disk.",
-            path=name,
-        ) from None
-    finally:
-        os.close(fd)
+        raise _unreadable(exc, name) from None
 
 
 def load(path: str | os.PathLike[str]) -> Recording:
@@ -249,32 +289,77 @@ def load(path: str | os.PathLike[str]) -> Recording:
 def loads(data: bytes, *, path: str = "<memory>") -> Recording:
     """Load a cassette from bytes (see :func:`load`)."""
     newline = data.find(b"\n")
-    first = data if newline < 0 else data[:newline]
+    _check_start(data if newline < 0 else data[:newline], newline >= 0, bool(data), path)
+    entries, torn = _decode_all(data, path)
+    return _recording(entries, path, torn, lambda: data)
+
+
+def load_for_replay(path: str | os.PathLike[str]) -> Recording:
+    """Load a cassette to replay it: as :func:`load`, but each process call's output and
+    each method call's result stay their stored JSON until served (see ``_lazy.py``), and
+    a long tape is mapped into memory rather than read (see ``_mapped.py``).
+
+    The same checks and errors as :func:`load`; a damaged tape is loaded as :func:`load`
+    loads it (its valid prefix, or a :class:`CassetteError` naming the line).
+    """
+    name = os.fspath(path)
+    fd, size = _open_regular_file(name)
+    mapped: MappedFile | None = None
+    try:
+        if size >= MAP_AT:
+            try:
+                mapped = MappedFile(fd, size)
+            except (OSError, ValueError, OverflowError):  # no mapping here: read it
+                mapped = None
+        data = _read_all(fd, size, name) if mapped is None else b""
+    finally:
+        os.close(fd)
+    if mapped is None:
+        newline = data.find(b"\n")
+        _check_start(data if newline < 0 else data[:newline], newline >= 0, bool(data), name)
+        entries, torn = _decode_all(data, name, _LAZY_DECODER)
+        return _recording(entries, name, torn, lambda: data)
+    first, whole = mapped.first_line()
+    _check_start(first, whole, True, name)
+    windows = mapped.windows()
+    decoded = _decode_fast(lambda: [e for w in windows for e in _LAZY_DECODER.decode_lines(w)])
+    if decoded is None:  # a bad line: read as load() reads it, to name it or keep a prefix
+        return loads(mapped.mapping[:], path=name)
+    recording = _recording(decoded, name, False, lambda: mapped.mapping[:])
+    recording.mapped = mapped
+    return recording
+
+
+def _check_start(first: bytes, whole: bool, nonempty: bool, path: str) -> None:
+    """Refuse a file whose first line is not a sessiontape header (``whole``: a newline
+    ends it; a header without one may have been torn by a crash)."""
     if not first.strip():
         raise CassetteError(
             "the cassette is empty (or starts with a blank line); a cassette starts with a "
             "session_start entry.",
             path=path,
-            line=1 if data else None,
+            line=1 if nonempty else None,
         )
-    if newline < 0:
-        # A single line with no newline: the header itself may be torn.
-        try:
-            _check_header(first, path)
-        except CassetteError as exc:
-            raise CassetteError(
-                f"{exc.reason} (the file holds one line without a newline: the "
-                "recording may have crashed while writing its header).",
-                path=path,
-                line=1,
-            ) from None
-    else:
+    if whole:
         _check_header(first, path)
-    entries, torn = _decode_all(data, path)
+        return
+    try:
+        _check_header(first, path)
+    except CassetteError as exc:
+        raise CassetteError(
+            f"{exc.reason} (the file holds one line without a newline: the "
+            "recording may have crashed while writing its header).",
+            path=path,
+            line=1,
+        ) from None
+
+
+def _recording(entries: list[Entry], path: str, torn: bool, data: Callable[[], bytes]) -> Recording:
+    """The :class:`Recording` of ``entries``; a seq error names its lines in ``data()``."""
     try:
         return Recording(entries, path=path, torn=torn)
     except SeqError as exc:
-        lines = _lines_holding(data, exc.seq)
+        lines = _lines_holding(data(), exc.seq)
         reason = exc.reason
         if exc.twice and len(lines) > 1:
             reason += f" It is on lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}."

@@ -24,6 +24,7 @@ from ._entries import (
     StoreSnapshot,
     boundary_of,
 )
+from ._mapped import MappedFile
 
 __all__ = ["Recording", "SeqError", "SeqGaps"]
 
@@ -137,6 +138,7 @@ class Recording:
         "entries",
         "error",
         "header",
+        "mapped",
         "missing_seqs",
         "path",
         "resumes",
@@ -150,6 +152,9 @@ class Recording:
         if not entries or not isinstance(entries[0], SessionStart):
             raise CassetteError("the cassette has no session_start entry.", path=path)
         self.path = path
+        #: The file mapped into memory, for a long tape loaded to replay (its pages are let
+        #: go as outputs are served); ``None`` otherwise.
+        self.mapped: MappedFile | None = None
         self.header: SessionStart = entries[0]
         ordered = list(entries)
         # Pairwise checks through map() rather than a generator: this runs over every

@@ -19,7 +19,7 @@ import pytest
 from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
-from ..cassette import SessionStart, is_cassette, load
+from ..cassette import SessionStart, is_cassette, load_for_replay
 from ..replayer import lingering
 from ..report import ReplayMismatch, ReplayReport
 from ..tape import ReplayTape
@@ -106,7 +106,7 @@ class CassetteItem(pytest.Item):
         handled = False
         try:
             # One read of the file: the header check below uses the loaded recording.
-            recording = load(self.path)
+            recording = load_for_replay(self.path)
             recorded_by = fixture_nodeid(recording.header)
             if recorded_by is not None:
                 _fail(

@@ -12,12 +12,25 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+import msgspec
+
 from .._context import worker_var
 from .._errors import CassetteError, TruncatedPayloadError, UnrecordedCallError, UsageError
-from ..cassette import Blob, CallEntry, Level, Payload, PayloadCodec, Recording, Sidecar
+from ..cassette import (
+    Blob,
+    CallEntry,
+    Level,
+    Payload,
+    PayloadCodec,
+    Recording,
+    Sidecar,
+    line_numbers,
+)
+from ..cassette import stored as stored_payload
 from ..report import MismatchKind, ReplayMismatch, ReplayReport
 from ..scrub import PathRoots, Scrubber, Unencodable, to_data
 from ._align import Aligner, Normalize
@@ -148,6 +161,15 @@ class ReplayEngine:
         queue = self._index.queues.get((boundary, worker_var.get()))
         return queue[0] if queue else None
 
+    def queue(self, boundary: str) -> deque[CallEntry] | None:
+        """The calling worker's queue of recorded calls of ``boundary`` (``None``: none was
+        recorded). A boundary that takes its head itself reports it with :meth:`took`."""
+        return self._index.queues.get((boundary, worker_var.get()))
+
+    def took(self, entry: CallEntry) -> None:
+        """Note that the calling worker took ``entry``, the head of its queue."""
+        self._outcome.position[worker_var.get()] = entry.seq
+
     def take_head(self, boundary: str) -> CallEntry:
         """Take the head of the calling worker's queue: a request known to match it."""
         worker = worker_var.get()
@@ -175,25 +197,56 @@ class ReplayEngine:
         """Move virtual time to the start of a recorded call (our code runs in it)."""
         self.clock.advance_to(entry.ts_ns, entry.mono_ns)
 
-    def payload(self, entry: CallEntry, stored: Payload, field: str, *, text: bool) -> Any:
+    def payload(
+        self, entry: CallEntry, stored: Payload | msgspec.Raw, field: str, *, text: bool
+    ) -> Any:
         """A recorded payload as served today (placeholders expanded).
 
         Raises :class:`TruncatedPayloadError` for a payload kept as a digest only, and
         :class:`CassetteError` for one whose sidecar file is missing or damaged.
         """
+        payload = self.stored(entry, stored, field)
         try:
-            return self.codec.decode(stored, text=text)
+            return self.codec.decode(payload, text=text)
         except LookupError as exc:
             raise TruncatedPayloadError(seq=entry.seq, field=field, digest=str(exc)) from None
         except (OSError, ValueError) as exc:
-            assert isinstance(stored, Blob)
-            where = self.codec.sidecar.file_for(stored.sha256, gz=stored.gzip)  # type: ignore[union-attr]
+            assert isinstance(payload, Blob)
+            where = self.codec.sidecar.file_for(payload.sha256, gz=payload.gzip)  # type: ignore[union-attr]
             raise CassetteError(
-                f"seq {entry.seq}: the recorded {field} ({stored.size} bytes) is kept in the "
+                f"seq {entry.seq}: the recorded {field} ({payload.size} bytes) is kept in the "
                 f"sidecar file {where}, which cannot be read ({exc}). Copy the cassette with "
                 "its .blobs directory, or re-record it.",
                 path=self.recording.path,
             ) from None
+
+    def stored(self, entry: CallEntry, value: Payload | msgspec.Raw, field: str) -> Payload:
+        """A process call's ``stdout`` or ``stderr`` as stored, for either form of the entry
+        (a replay loads them as their JSON, decoded here; see ``cassette/_lazy.py``).
+
+        The loader took any JSON there: one that is not a payload (a string, a blob or
+        null) is a damaged line, named here with a :class:`CassetteError`.
+        """
+        if not isinstance(value, msgspec.Raw):
+            return value
+        mapped = self.recording.mapped
+        if mapped is not None:
+            mapped.served(len(value))
+        try:
+            payload: Payload = stored_payload(value)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            try:
+                line = line_numbers(self.recording.path).get(entry.seq)
+            except CassetteError:  # loaded from bytes: no file to point into
+                line = None
+            raise CassetteError(
+                f"seq {entry.seq}: the recorded {field} is not an output sessiontape "
+                f"wrote (a string, a blob or null): {exc}. Fix or delete the line, or "
+                "re-record the cassette.",
+                path=self.recording.path,
+                line=line,
+            ) from None
+        return payload
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error raised when a call has no recorded answer."""

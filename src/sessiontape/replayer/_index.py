@@ -19,6 +19,9 @@ from ..cassette import (
     BoundaryKind,
     Call,
     CallEntry,
+    LazyAgentTurn,
+    LazyProcessCall,
+    LazyStoreMutation,
     ProcessCall,
     Recording,
     StoreMutation,
@@ -30,6 +33,15 @@ __all__ = ["QueueKey", "TapeIndex"]
 QueueKey = tuple[str, str]
 
 _SUBSTITUTE: Final = BoundaryKind.SUBSTITUTE.value
+#: The presets' boundaries by exact entry type (both forms: as loaded, and for replay).
+_PRESET: Final[dict[type, str]] = {
+    ProcessCall: BOUNDARY_PROCESS,
+    LazyProcessCall: BOUNDARY_PROCESS,
+    AgentTurn: BOUNDARY_AGENT,
+    LazyAgentTurn: BOUNDARY_AGENT,
+    StoreMutation: BOUNDARY_STORE,
+    LazyStoreMutation: BOUNDARY_STORE,
+}
 
 
 class TapeIndex:
@@ -42,26 +54,25 @@ class TapeIndex:
         substituted: set[int] = set()
         hidden: set[int] = set()
         verify_order: dict[str, list[int]] = {}
+        preset = _PRESET
         for entry in recording.calls:
             parent = entry.parent
             if parent is not None and (parent in substituted or parent in hidden):
                 hidden.add(entry.seq)
                 continue
-            kind = type(entry)
             # The presets by exact type first: this loop runs over every call of the tape.
-            if kind is ProcessCall or kind is AgentTurn:
-                boundary = BOUNDARY_PROCESS if kind is ProcessCall else BOUNDARY_AGENT
-                substituted.add(entry.seq)
-            elif kind is StoreMutation:
-                boundary = BOUNDARY_STORE
-                verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
-            else:
+            boundary = preset.get(type(entry))
+            if boundary is None:
                 assert isinstance(entry, Call)
                 boundary = entry.boundary
                 if entry.mode == _SUBSTITUTE:
                     substituted.add(entry.seq)
                 else:
                     verify_order.setdefault(boundary, []).append(entry.seq)
+            elif boundary == BOUNDARY_STORE:
+                verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
+            else:
+                substituted.add(entry.seq)
             key = (boundary, entry.worker)
             queue = queues.get(key)
             if queue is None:

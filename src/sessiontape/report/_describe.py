@@ -18,6 +18,7 @@ from ..cassette import (
     SessionStart,
     StoreMutation,
     StoreSnapshot,
+    stored_result,
 )
 from ._values import summarize_value
 
@@ -55,7 +56,7 @@ def _method_call(name: str, entry: AgentTurn | StoreMutation | Call, width: int)
     if entry.error is not None:
         outcome = f"{entry.error.type}: {entry.error.message}"
     else:
-        outcome = summarize_value(entry.result, width)
+        outcome = summarize_value(stored_result(entry.result), width)
     return f"{name}({_args(entry.args, entry.kwargs, 30)}) -> {outcome}"
 
 

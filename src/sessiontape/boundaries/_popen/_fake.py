@@ -23,6 +23,7 @@ from ...cassette import ErrorInfo, Payload, ProcessCall
 from ...replayer import rebuild_error
 from ...report import MismatchKind, diff_values_counted
 from .._process import ProcessReplay
+from .._protocols import ReplaySide
 from ._lazy import Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
 from ._pipes import close_quietly
 from ._pump import STALL_SECONDS, Pump
@@ -152,7 +153,7 @@ class Fake:
             close_quietly(stdin, out, err if err != out else None)
             return
         pump = Pump(
-            items(self.entry),
+            items(self.server.engine, self.entry),
             stdin=stdin,
             outputs={"stdout": out, "stderr": err},
             decode=self._decode,
@@ -186,6 +187,7 @@ class Fake:
 
     def _output(self, payload: Payload, name: str) -> bytes:
         """The recorded ``stdout`` or ``stderr`` (``payload``) as bytes served today."""
+        payload = self.server.engine.stored(self.entry, payload, name)
         if payload is None:
             return b""
         served: bytes = self.server.engine.payload(self.entry, payload, name, text=False)
@@ -193,7 +195,11 @@ class Fake:
 
     def _decode(self, index: int, payload: Payload) -> bytes:
         entry = self.entry
-        field = f"chunks[{index}]" if entry.chunks is not None else items(entry)[index][0]
+        field = (
+            f"chunks[{index}]"
+            if entry.chunks is not None
+            else items(self.server.engine, entry)[index][0]
+        )
         served: bytes = self.server.engine.payload(entry, payload, field, text=False)
         return served
 
@@ -312,13 +318,14 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def items(entry: ProcessCall) -> list[tuple[str, Payload]]:
+def items(engine: ReplaySide, entry: ProcessCall) -> list[tuple[str, Payload]]:
     """The recorded bytes in the order the pump serves them."""
     if entry.chunks is not None:
         return [(chunk.stream, chunk.data) for chunk in entry.chunks]
     items: list[tuple[str, Payload]] = []
-    for stream, payload in (("stdin", entry.input), ("stdout", entry.stdout),
-                            ("stderr", entry.stderr)):  # fmt: skip
+    for stream, payload in (("stdin", entry.input),
+                            ("stdout", engine.stored(entry, entry.stdout, "stdout")),
+                            ("stderr", engine.stored(entry, entry.stderr, "stderr"))):  # fmt: skip
         if payload is not None:
             items.append((stream, payload))
     return items

@@ -178,7 +178,7 @@ def _pump_for(popen: Any, fake: Fake, fds: tuple[int, int, int, int, int, int]) 
     popen._close_pipe_fds(*fds)
     entry = fake.entry
     return Pump(
-        items(entry),
+        items(fake.server.engine, entry),
         stdin=stdin,
         outputs={"stdout": out, "stderr": out if merged else err},
         decode=fake._decode,

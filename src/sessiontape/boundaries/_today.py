@@ -1,0 +1,158 @@
+"""Recorded JSON with today's paths: results served, requests compared.
+
+A tape holds paths as placeholders (``{repo}/src``); the application runs with today's
+(``/tmp/x/repo/src``). Walking recorded data to expand its placeholders costs a Python
+call per value; doing it on the JSON text costs one regex search, and a substitution only
+when a placeholder occurs. So a recorded result is expanded in its JSON and decoded
+straight into the type the application expects, and a request made with today's paths is
+recognised as the recorded one by comparing its JSON with the recorded JSON expanded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import UsageError
+from ..cassette import AgentTurn, Call, CallEntry, StoreMutation, result_json
+from ..scrub import PathRoots
+from ._protocols import ReplaySide
+
+__all__ = ["RESULTS"]
+
+#: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
+_Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
+
+_JSON: Final = msgspec.json.Encoder()
+
+
+class _RecordedJson:
+    """Recorded results and requests, with today's paths (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._decoders: dict[Any, msgspec.json.Decoder[Any] | None] = {}
+        # The roots last asked for and their expander: a replay keeps one set of roots.
+        self._last: tuple[PathRoots | None, _Expander | None] = (None, None)
+
+    def _decoder(self, target: Any) -> msgspec.json.Decoder[Any] | None:
+        try:
+            return self._decoders[target]
+        except KeyError:
+            pass
+        try:
+            decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(
+                target if target is not None else Any, strict=False
+            )
+        except TypeError:
+            decoder = None  # a type msgspec decodes only by conversion
+        self._decoders[target] = decoder
+        return decoder
+
+    def _expander(self, roots: PathRoots) -> _Expander | None:
+        last_roots, last = self._last
+        if roots is last_roots:
+            return last
+        named = roots.as_dict()
+        expander: _Expander | None = None
+        if named:
+            table = {
+                b"{" + name.encode() + b"}": _JSON.encode(path)[1:-1]
+                for name, path in named.items()
+            }
+            pattern = re.compile(b"|".join(re.escape(key) for key in table))
+            expander = (pattern, table)
+        self._last = (roots, expander)
+        return expander
+
+    def _expanded(self, roots: PathRoots, raw: Any) -> Any:
+        """The JSON ``raw`` with today's paths in place of the placeholders."""
+        expander = self._expander(roots)
+        if expander is not None:
+            pattern, table = expander
+            if pattern.search(raw) is not None:
+                return pattern.sub(lambda m: table[m.group(0)], raw)
+        return raw
+
+    def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
+        """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
+        assert isinstance(entry, (AgentTurn, StoreMutation, Call))
+        stored = entry.result
+        if type(stored) is msgspec.Raw:  # the stored JSON itself (see cassette/_lazy.py)
+            mapped = engine.recording.mapped
+            if mapped is not None:
+                mapped.served(len(stored))
+        raw = self._expanded(engine.roots, result_json(stored))
+        decoder = self._decoder(target)
+        try:
+            if decoder is not None:
+                return decoder.decode(raw)
+            return msgspec.convert(msgspec.json.decode(raw), target, strict=False)
+        except msgspec.ValidationError as exc:
+            raise UsageError(
+                f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
+                f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
+                "the application uses today, or re-record."
+            ) from None
+
+    @staticmethod
+    def same_today(engine: ReplaySide, recorded: Any, today: Any) -> bool:
+        """Whether ``today`` (raw data) is ``recorded`` (scrubbed data) with today's paths.
+
+        The two are walked together; where they differ, the recorded text must be today's
+        once its placeholders are expanded. Then scrubbing ``today`` gives ``recorded``
+        back, and alignment would take the call as the recorded one. False means nothing
+        (a secret, another value): the caller goes the long way.
+        """
+        return recorded == today or _same(recorded, today, engine.roots.expand)
+
+    @staticmethod
+    def same_result(stored: Any, today: Any) -> bool:
+        """Whether ``today`` (a result as raw data) is exactly the stored result.
+
+        For a result kept as its JSON, today's is encoded and the two texts compared:
+        cheaper than decoding the stored one, and equal texts are equal data. Unequal
+        texts (another key order) mean nothing: the caller compares the data.
+        """
+        if type(stored) is not msgspec.Raw:
+            return bool(stored == today)
+        try:
+            return memoryview(stored) == _JSON.encode(today)
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            return False
+
+
+_ABSENT: Final = object()
+
+
+def _same(recorded: Any, today: Any, expand: Any) -> bool:
+    """:meth:`_RecordedJson.same_today` for two values already known to differ.
+
+    Only the parts that differ are walked: one C-level comparison settles each other part.
+    """
+    kind = type(recorded)
+    if kind is not type(today):
+        return False
+    if kind is str:
+        return bool(expand(recorded) == today)
+    if kind is dict:
+        if len(recorded) != len(today):
+            return False
+        for key, value in recorded.items():
+            other = today.get(key, _ABSENT)
+            if value != other and not _same(value, other, expand):
+                return False
+        return True
+    if kind is list:
+        if len(recorded) != len(today):
+            return False
+        for value, other in zip(recorded, today, strict=True):
+            if value != other and not _same(value, other, expand):
+                return False
+        return True
+    return False
+
+
+#: The one instance: its caches follow the roots of the replay in progress.
+RESULTS: Final = _RecordedJson()
