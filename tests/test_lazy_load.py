@@ -39,6 +39,7 @@ def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "mapped":
         monkeypatch.setattr(_loader, "MAP_AT", 0)
         monkeypatch.setattr(_mapped, "WINDOW", 256)  # several windows per small tape
+        monkeypatch.setattr(_mapped, "SERVED_WINDOW", 256)
     return str(request.param)
 
 
@@ -139,6 +140,7 @@ def test_a_mapped_file_is_decoded_in_whole_lines_and_let_go(
     from sessiontape.cassette import MappedFile, _mapped
 
     monkeypatch.setattr(_mapped, "WINDOW", 100)
+    monkeypatch.setattr(_mapped, "SERVED_WINDOW", 100)
     path = _write(tmp_path / "w.jsonl", EVERY_KIND)
     data = path.read_bytes()
     let_go: list[tuple[int, int]] = []

@@ -29,6 +29,7 @@ def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "mapped":
         monkeypatch.setattr(_loader, "MAP_AT", 0)
         monkeypatch.setattr(_mapped, "WINDOW", 512)
+        monkeypatch.setattr(_mapped, "SERVED_WINDOW", 512)
     return str(request.param)
 
 

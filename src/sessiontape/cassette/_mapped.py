@@ -5,8 +5,8 @@ a replay serves late are kept as their JSON (see ``_lazy.py``), and that JSON is
 the file. Mapped, the bytes are the file's own pages in the operating system's cache:
 each window of the file is decoded, then its pages are let go (``MADV_DONTNEED``), and an
 output read when its call is served is paged in again from the cache, and let go again
-after every :data:`WINDOW` bytes served. So a replay holds the decoded entries and about
-one window of the file, not the file (DESIGN.md: peak RSS at most 1.5x the file).
+after every :data:`SERVED_WINDOW` bytes served. So a replay holds the decoded entries and
+a few windows of the file, not the file (DESIGN.md: peak RSS at most 1.5x the file).
 
 The one hazard of a mapping: the file cut short *in place* while it is replayed (a
 truncating write, not a rename) makes reading the lost pages fail with ``SIGBUS``, which
@@ -23,12 +23,15 @@ import mmap
 from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["MAP_AT", "WINDOW", "MappedFile"]
+__all__ = ["MAP_AT", "SERVED_WINDOW", "WINDOW", "MappedFile"]
 
 #: Tapes at least this long are mapped; shorter ones are read (one system call).
 MAP_AT: Final = 32 << 20
-#: How much of the file is decoded at once, and served between two lettings-go.
+#: How much of the file is decoded at once.
 WINDOW: Final = 16 << 20
+#: How much stored JSON is served between two lettings-go (a served output's page holds
+#: other lines too, so more than that is paged in meanwhile; each let-go is cheap).
+SERVED_WINDOW: Final = 32 << 20
 
 _DONTNEED: Final = getattr(mmap, "MADV_DONTNEED", None)
 _PAGE: Final = mmap.PAGESIZE
@@ -66,9 +69,10 @@ class MappedFile:
 
     def served(self, nbytes: int) -> None:
         """Count ``nbytes`` of stored JSON read while serving; let the pages go every
-        :data:`WINDOW` bytes, so what a replay reads does not pile up in memory."""
+        :data:`SERVED_WINDOW` bytes, so what a replay reads does not pile up in memory
+        (each letting-go walks the whole mapping: not too often)."""
         self._served += nbytes
-        if self._served >= WINDOW:
+        if self._served >= SERVED_WINDOW:
             self._served = 0
             self._let_go(0, self.size)
 

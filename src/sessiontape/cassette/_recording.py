@@ -29,6 +29,7 @@ from ._mapped import MappedFile
 __all__ = ["Recording", "SeqError", "SeqGaps"]
 
 _SEQ: Final = operator.attrgetter("seq")
+_WORKER: Final = operator.attrgetter("worker")
 #: The entries ``boundary_of`` names a boundary for: the calls.
 _CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
 
@@ -245,7 +246,7 @@ class Recording:
 
     def worker_ids(self) -> list[str]:
         """Workers that made boundary calls, in order of their first call."""
-        return list(dict.fromkeys(e.worker for e in self._calls))
+        return list(dict.fromkeys(map(_WORKER, self._calls)))
 
     def entries_for(self, boundary: str, worker: str | None = None) -> list[CallEntry]:
         """The calls through ``boundary`` (of ``worker``, when given), in seq order."""
