@@ -212,16 +212,21 @@ def _take(
     built) or with today's paths in place of the placeholders (compared as JSON), else
     whatever alignment finds for today's request, in the shape of ``request_of`` a
     recorded call."""
-    raw_args = engine.raw(list(args))
-    raw_kwargs = engine.raw(kwargs)
-    if (
+    listed = list(args)
+    same = (
         head is not None
         and (head.operation if isinstance(head, StoreMutation) else head.method) == method  # type: ignore[union-attr]
-    ):
-        recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
-        if (recorded_args == raw_args and recorded_kwargs == raw_kwargs) or RESULTS.same_today(
-            engine, [recorded_args, recorded_kwargs], [raw_args, raw_kwargs]
-        ):
+    )
+    if same:
+        recorded = [head.args, head.kwargs]  # type: ignore[union-attr]
+        # As the application passed them (plain data, usually), then as JSON data.
+        if recorded == [listed, kwargs] or RESULTS.same_today(engine, recorded, [listed, kwargs]):
+            return engine.take_head(boundary)
+    raw_args = engine.raw(listed)
+    raw_kwargs = engine.raw(kwargs)
+    if same:
+        today = [raw_args, raw_kwargs]
+        if recorded == today or RESULTS.same_today(engine, recorded, today):
             return engine.take_head(boundary)
     request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}
     return engine.take(boundary, request, normalize)

@@ -29,7 +29,6 @@ from ._mapped import MappedFile
 __all__ = ["Recording", "SeqError", "SeqGaps"]
 
 _SEQ: Final = operator.attrgetter("seq")
-_WORKER: Final = operator.attrgetter("worker")
 #: The entries ``boundary_of`` names a boundary for: the calls.
 _CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
 
@@ -135,6 +134,7 @@ class Recording:
     __slots__ = (
         "_by_seq",
         "_calls",
+        "_workers",
         "end",
         "entries",
         "error",
@@ -190,9 +190,14 @@ class Recording:
         self.snapshots: dict[str, StoreSnapshot] = {}
         calls: list[CallEntry] = []
         append = calls.append
+        # Noted while each entry is at hand: touching every entry again later costs a
+        # cache miss each on a long tape.
+        workers: dict[str, None] = {}
         for entry in itertools.islice(ordered, 1, None):
             if isinstance(entry, _CALL_TYPES):  # boundary_of(entry) is not None, inlined
                 append(entry)
+                if entry.worker not in workers:
+                    workers[entry.worker] = None
             elif isinstance(entry, SessionEnd):
                 self.end = entry
             elif isinstance(entry, Error):
@@ -211,6 +216,7 @@ class Recording:
                     seq=entry.seq,
                 )
         self._calls = calls
+        self._workers = workers
         self._by_seq: dict[int, Entry] | None = None
         if seqs[-1] - seqs[0] + 1 == len(ordered):
             self.missing_seqs: SeqGaps = SeqGaps()
@@ -246,7 +252,7 @@ class Recording:
 
     def worker_ids(self) -> list[str]:
         """Workers that made boundary calls, in order of their first call."""
-        return list(dict.fromkeys(map(_WORKER, self._calls)))
+        return list(self._workers)
 
     def entries_for(self, boundary: str, worker: str | None = None) -> list[CallEntry]:
         """The calls through ``boundary`` (of ``worker``, when given), in seq order."""
