@@ -128,7 +128,7 @@ def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, i
 
     work = Path(tempfile.mkdtemp(prefix="bench-gardener-", dir=workdir))
     spec = gardener.get_scenario("full")
-    workers = int(os.environ.get("GW", "3"))
+    workers = 3
     start = now_ns()
     with warnings.catch_warnings():
         warnings.simplefilter("error", sessiontape.RecordingWarning)
