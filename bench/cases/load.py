@@ -10,7 +10,6 @@ the median of several loads in that process. msgspec alone (read the file,
 from __future__ import annotations
 
 import gc
-import resource
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +17,9 @@ import msgspec
 
 import sessiontape
 
-from .common import in_subprocess, median, now_ns
+from .common import in_subprocess, median, now_ns, peak_rss_bytes
 
 __all__ = ["child_load", "run"]
-
-
-def _maxrss_bytes() -> int:
-    """This process's peak RSS.
-
-    ``ru_maxrss`` survives ``exec``: a child started by a big parent (this suite, after
-    generating a 370 MB tape) starts with the parent's peak, and a load below it would
-    read as zero. Linux's ``VmHWM`` is the same peak for this process image alone; other
-    systems fall back to ``ru_maxrss``.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def child_load(path: str, repeat: int, msgspec_only: bool = False) -> dict[str, Any]:
@@ -56,11 +37,11 @@ def child_load(path: str, repeat: int, msgspec_only: bool = False) -> dict[str, 
             gc.enable()
 
     gc.collect()
-    base = _maxrss_bytes()
+    base = peak_rss_bytes()
     start = now_ns()
     loaded = load()
     first = now_ns() - start
-    peak = _maxrss_bytes()
+    peak = peak_rss_bytes()
     entries = len(loaded)
     del loaded
     times = [first]
