@@ -21,7 +21,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,7 +45,7 @@ from sessiontape import (  # noqa: E402
 )
 from sessiontape.cassette import Level, PayloadCodec, encode_entry  # noqa: E402
 
-__all__ = ["RECORDED_ROOTS", "TapeInfo", "generate"]
+__all__ = ["RECORDED_ROOTS", "TapeInfo", "child_generate", "generate"]
 
 #: The roots of the production host the tapes pretend to come from.
 RECORDED_ROOTS: Final = {"repo": "/srv/orchestrator/repo", "home": "/home/orch", "tmp": "/tmp"}
@@ -172,7 +172,7 @@ def generate(
         seq = offset + 2
         seq_of[id(call)] = seq
         start = ns(call.start) + 2000
-        common = {
+        common: dict[str, Any] = {
             "seq": seq,
             "ts_ns": _START_WALL_NS + start,
             "mono_ns": _START_MONO_NS + start,
@@ -239,6 +239,13 @@ def generate(
         truncated_payloads=truncated,
         seconds=time.perf_counter() - began,
     )
+
+
+def child_generate(
+    path: str, entries: int, workers: int, hours: float | None = None
+) -> dict[str, Any]:
+    """:func:`generate` as the suite runs it in a fresh interpreter: what was written."""
+    return asdict(generate(path, entries, workers=workers, hours=hours))
 
 
 def main(argv: list[str] | None = None) -> int:

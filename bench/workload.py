@@ -68,7 +68,7 @@ class Worker:
         stderr: str = "",
         returncode: int = 0,
         seconds: tuple[float, float] = (0.003, 0.06),
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         program: str = "git",
     ) -> None:
         d = self.rng.uniform(*seconds)
@@ -92,7 +92,13 @@ class Worker:
         self.t += d
         self._gap()
 
-    def agent(self, task_id: str, step: str, attempt: int, worktree: str, result: dict) -> None:
+    def _merge(self, repo: str, branch: str, **outcome: Any) -> None:
+        """``git merge --no-ff`` of a task's branch, with the recorded ``outcome``."""
+        self.git(repo, "merge", "--no-ff", "-m", f"Merge {branch}", branch, **outcome)
+
+    def agent(
+        self, task_id: str, step: str, attempt: int, worktree: str, result: dict[str, Any]
+    ) -> None:
         rng = self.rng
         prompt = self.text.take(lognormal_bytes(rng, 700, 0.6, 16_000))
         request = {
@@ -275,12 +281,8 @@ class Worker:
         self.git(worktree, "log", "--oneline", "-n", "30", stdout=self._log())
         if rng.random() < 0.06:
             path = f"src/pkg/mod_{rng.randrange(300)}.py"
-            self.git(
+            self._merge(
                 repo,
-                "merge",
-                "--no-ff",
-                "-m",
-                f"Merge {branch}",
                 branch,
                 returncode=1,
                 stdout=f"Auto-merging {path}\nCONFLICT (content): Merge conflict in {path}\n",
@@ -300,12 +302,8 @@ class Worker:
                 },
             )
             self.outcomes["conflicts"] += 1
-        self.git(
+        self._merge(
             repo,
-            "merge",
-            "--no-ff",
-            "-m",
-            f"Merge {branch}",
             branch,
             stdout="Merge made by the 'ort' strategy.\n" + self._status(),
         )
