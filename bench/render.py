@@ -1,88 +1,66 @@
-"""BENCHMARKS.md: the summary table, the machine, the tapes and one section per case."""
+"""BENCHMARKS.md: the summary table (with the previous run's figures), the machine, the
+tapes, one section per case, the targets not met and the method."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gaps import what_it_would_take
+from sections import SECTIONS, fmt, mb
 
-__all__ = ["fmt", "render_markdown"]
+__all__ = ["render_markdown"]
 
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    if value is None:
-        return "—"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    return f"{value:.{digits}f}"
+_MET = {True: "yes", False: "**no**", None: "—"}
 
 
-def _mb(n: float) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-def render_markdown(results: dict[str, Any]) -> str:
-    """BENCHMARKS.md: the summary table, the machine, the details and the profiles."""
-    m = results["machine"]
-    res = results["results"]
-    out: list[str] = []
-    add = out.append
-    add("# sessiontape benchmarks\n")
-    add(
-        "Hours of session replayed in seconds, measured side by side. Every figure is "
-        "compared with a baseline measured in the same run; ratios are what to read on a "
-        "busy machine.\n"
-    )
-    add(
-        f"Reproduce: `{results['command']}` in an environment with the `bench` extra "
-        "(`pip install -e '.[bench]'`), or `nox -s bench`, from a clean checkout; it "
-        "measures the checkout's `src/`. "
-        f"This run: mode `{results['mode']}`, {results['started_at']}, "
-        f"{results['duration_s']} s.\n"
-    )
-    add("## Summary\n")
+def _summary(results: dict[str, Any]) -> list[str]:
     previous = results.get("previous")
-    before = {r["figure"]: r for r in previous["figures"]} if previous else {}
-    add(
+    out = [
+        "## Summary\n",
         "| figure | sessiontape | baseline | baseline value | ratio | target | met |"
-        + (" before |" if previous else "")
-    )
-    add("|---|---|---|---|---|---|---|" + ("---|" if previous else ""))
+        + (" previous |" if previous else ""),
+        "|---|---|---|---|---|---|---|" + ("---|" if previous else ""),
+    ]
     for row in results["figures"]:
-        met = {True: "yes", False: "**no**", None: "—"}[row["met"]]
         note = f" ({row['note']})" if row["note"] else ""
-        old = before.get(row["figure"])
-        then = f" {fmt(old['value'])} {old['unit']} |" if old else (" — |" if previous else "")
-        add(
+        line = (
             f"| {row['figure']}{note} | {fmt(row['value'])} {row['unit']} | {row['baseline']} "
-            f"| {fmt(row['baseline_value'])} | {fmt(row['ratio'])} | {row['target']} | {met} |"
-            + then
+            f"| {fmt(row['baseline_value'])} | {fmt(row['ratio'])} | {row['target']} "
+            f"| {_MET[row['met']]} |"
         )
-    add("")
+        if previous:
+            old = row.get("previous")
+            line += f" {fmt(old['value'])} {old['unit']} |" if old else " — |"
+        out.append(line)
+    out.append("")
     if previous:
         revision = previous["machine"]["git_revision"]
-        add(
-            f"*before*: {previous['label']} (`{previous['command']}`, "
-            f"{previous['started_at']}" + (f", checkout {revision}" if revision else "") + ").\n"
+        out.append(
+            f"*previous*: {previous['label']} (`{previous['command']}`, "
+            f"{previous['started_at']}" + (f", checkout {revision}" if revision else "") + "); "
+            "matched by figure id, — where this run's figure is new.\n"
         )
-    add("## Machine\n")
-    pk = m["packages"]
-    add(f"- {m['nproc']} cores (`nproc`), {m['cpu_model']}; {m['platform']}")
-    add(
+    return out
+
+
+def _machine(results: dict[str, Any]) -> list[str]:
+    m = results["machine"]
+    return [
+        "## Machine\n",
+        f"- {m['nproc']} cores (`nproc`), {m['cpu_model']}; {m['platform']}",
         f"- Python {m['python']} ({m['python_implementation']}); GC enabled "
-        f"{m['gc_enabled']}, thresholds {m['gc_thresholds']}"
-    )
-    add("- " + ", ".join(f"{k} {v}" for k, v in pk.items() if v))
-    add(
+        f"{m['gc_enabled']}, thresholds {m['gc_thresholds']}",
+        "- " + ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v),
         f"- load average at start: {m['loadavg_1m_at_start']} (1 min), "
         f"{m['loadavg_5m_at_start']} (5 min): the cores are shared with other work, so "
-        "absolute times are noisy; baselines are measured in the same run."
-    )
-    add(f"- checkout: {m['git_revision']}\n")
-    add("## Tapes\n")
-    add(
+        "absolute times are noisy; baselines are measured in the same run.",
+        f"- checkout: {m['git_revision']}\n",
+    ]
+
+
+def _tapes(results: dict[str, Any]) -> list[str]:
+    out = [
+        "## Tapes\n",
         "Generated by `bench/gen.py` (entries written with `encode_entry`, lines in the "
         "order a recorder writes them): workers claim tasks from a store, run `git` "
         "(status, diff, log, merge, worktrees), ask an agent (each turn runs a nested "
@@ -91,240 +69,86 @@ def render_markdown(results: dict[str, Any]) -> str:
         "are recorded as `{repo}` placeholders, `gh` calls carry a redacted token in their "
         "environment, texts read like prose, code and logs (so the secret scanner has "
         "work to do), and each agent turn holds the `claude` call it ran (one entry in "
-        "seven), which replay does not expect. The process counts below include those.\n"
-    )
-    add(
+        "seven), which replay does not expect. The process counts below include those.\n",
         "| tape | entries | file | per entry | workers | recorded | process / agent / store "
-        "| over 64 KiB (digests) |"
-    )
-    add("|---|---|---|---|---|---|---|---|")
+        "| over 64 KiB (digests) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, t in results["tapes"].items():
         k = t["kinds"]
-        add(
-            f"| {name} | {t['entries']:,} | {_mb(t['bytes'])} | "
+        out.append(
+            f"| {name} | {t['entries']:,} | {mb(t['bytes'])} | "
             f"{t['bytes'] / t['entries'] / 1000:.1f} kB | {t['workers']} | "
             f"{t['recorded_duration_ns'] / 3.6e12:.2f} h | {k['process']:,} / "
             f"{k['agent_turn']:,} / {k['store_mutation']:,} | {t['truncated_payloads']} |"
         )
-    add("")
-    if "replay_call" in res:
-        rc = res["replay_call"]
-        add("## 1. One replayed process call\n")
-        add(
-            f"{rc['calls_per_batch']} calls per batch (ten distinct `git` commands with "
-            "their outputs, cycled), median of the batches' per-call time; a fresh fake "
-            "per batch, built outside the timed region.\n"
-        )
-        add("| variant | median µs/call | best batch | worst batch |")
-        add("|---|---|---|---|")
-        labels = {
-            "sessiontape": "sessiontape, default (clock installed, cwd under a root)",
-            "sessiontape_patch_time_false": "sessiontape, `patch_time=False`",
-            "sessiontape_no_paths": "sessiontape, request without a path",
-            "sessiontape_gc_paused": "sessiontape, default, GC paused",
-            "deque": "bare `collections.deque` fake",
-            "patch_subprocess": "sessiontape `patch_subprocess()` (`subprocess.run`, real Popen)",
-            "patch_subprocess_binary": "`patch_subprocess()`, `subprocess.run` in binary mode",
-            "patch_subprocess_check_output": "`patch_subprocess()`, `subprocess.check_output`",
-            "patch_subprocess_read": "`patch_subprocess()`, `Popen` and `stdout.read()`",
-            "patch_subprocess_pump": "`patch_subprocess()`, a stdin conversation (the pump)",
-            "popen_floor_init": "CPython: `Popen(...)` + `wait()`, spawn stubbed, no pipes",
-            "popen_floor_pipes": "CPython: `subprocess.run` text capture, spawn stubbed",
-            "pytest_subprocess": "pytest-subprocess (`subprocess.run` on `FakeProcess`)",
-            "vcrpy": "vcrpy, per HTTP interaction",
-        }
-        for key, label in labels.items():
-            r = rc.get(key)
-            if r:
-                extra = f" ({r['interactions']} interactions)" if key == "vcrpy" else ""
-                add(
-                    f"| {label}{extra} | {fmt(r['median_ns'] / 1000)} | "
-                    f"{fmt(r['min_ns'] / 1000)} | {fmt(r['max_ns'] / 1000)} |"
-                )
-        add("")
-    if "end_to_end" in res:
-        e = res["end_to_end"]
-        ph = e["replay_phases_ns"]
-        add("## 2. The long tape end to end\n")
-        add(
-            f"Fresh interpreter per run, {e['repeat']} runs, median. The small app loop "
-            "(`bench/cases/app.py`) loads the tape, wires `process_runner()`, "
-            "`agent(result_type=StepResult)` and `store(factory=BenchStore)`, walks the "
-            "recorded calls in seq order, runs each in its worker's own context (one "
-            "`contextvars.Context` per worker that entered `sessiontape.worker(id)` once, "
-            "as a worker thread does), makes the call with today's paths and token, then "
-            "finishes the report (which must pass). Wall time runs from the first byte read "
-            "to the tape's objects freed.\n"
-        )
-        add("| | wall | CPU |")
-        add("|---|---|---|")
-        add(
-            f"| sessiontape end to end | {e['replay_wall_ns'] / 1e9:.2f} s | "
-            f"{e['replay_cpu_ns'] / 1e9:.2f} s |"
-        )
-        add(
-            f"| msgspec read + decode (GC paused) | {e['msgspec_read_decode_wall_ns'] / 1e9:.2f} s"
-            f" | {e['msgspec_cpu_ns'] / 1e9:.2f} s |"
-        )
-        add(f"| msgspec decode only | {e['msgspec_decode_only_ns'] / 1e9:.2f} s | |")
-        add(f"| ratio | {e['ratio_to_msgspec']:.2f}× | {e['ratio_to_msgspec_cpu']:.2f}× |")
-        add(
-            f"| same, `patch_time=False` (one run) | "
-            f"{e['replay_patch_time_false_wall_ns'] / 1e9:.2f} s | |\n"
-        )
-        add(
-            f"Served {e['entries_served']:,} calls ({e['calls_made']['process']:,} process, "
-            f"{e['calls_made']['agent']:,} agent, {e['calls_made']['store']:,} store; "
-            f"{e['calls_made']['truncated']} process calls had a payload over the inline "
-            f"limit: aligned and served, then `TruncatedPayloadError` as designed). "
-            f"Recorded {e['recorded_duration_ns'] / 3.6e12:.2f} h, replayed in "
-            f"{e['replay_wall_ns'] / 1e9:.2f} s: **{e['time_compression']:,.0f}× time "
-            "compression**.\n"
-        )
-        add("Where the time goes (median phases, wall):\n")
-        add("| load | index | serve | finish | teardown (entries freed) |")
-        add("|---|---|---|---|---|")
-        add(
-            f"| {ph['load_ns'] / 1e9:.2f} s | {ph['index_ns'] / 1e9:.2f} s | "
-            f"{ph['serve_ns'] / 1e9:.2f} s | {ph['finish_ns'] / 1e9:.2f} s | "
-            f"{ph.get('teardown_ns', 0) / 1e9:.2f} s |\n"
-        )
-        pk = e["serve_us_per_call_by_kind"]
-        add(
-            "Serving cost per call by kind (timed call by call in a separate run): "
-            + ", ".join(f"{k} {v:.1f} µs" for k, v in pk.items())
-            + ".\n"
-        )
-    if "load" in res:
-        add("## 3. Load throughput and peak memory\n")
-        add(
-            "Fresh interpreter per tape; peak RSS is the peak after the load minus the peak "
-            "after the imports (`VmHWM`: `ru_maxrss` of this process image alone, since "
-            "`ru_maxrss` survives `exec` and a child of this suite would start at its "
-            "parent's peak). The file's bytes, the entries and the indexes all count.\n"
-        )
-        add(
-            "| tape | file | load | MB/s | msgspec MB/s | load / msgspec | peak RSS | "
-            "RSS / file | msgspec RSS / file |"
-        )
-        add("|---|---|---|---|---|---|---|---|---|")
-        for name, t in res["load"].items():
-            add(
-                f"| {name} ({t['entries']:,}) | {_mb(t['file_bytes'])} | "
-                f"{t['load_ns'] / 1e6:.0f} ms | {t['load_mb_per_s']:.0f} | "
-                f"{t['msgspec_mb_per_s']:.0f} | {t['load_to_msgspec']:.2f}× | "
-                f"{_mb(t['peak_rss_delta_bytes'])} | {t['peak_rss_to_file']:.2f}× | "
-                f"{t['msgspec_peak_rss_to_file']:.2f}× |"
-            )
-        add("")
-    if "record" in res:
-        r = res["record"]
-        add("## 4. Recording overhead\n")
-        add("| level | recorded call | inner runner alone | overhead |")
-        add("|---|---|---|---|")
-        for level in ("full", "standard"):
-            add(
-                f"| {level} | {r[level]['recorded']['median_ns'] / 1000:.2f} µs | "
-                f"{r[level]['inner']['median_ns'] / 1000:.2f} µs | "
-                f"{r[level]['overhead_ns'] / 1000:.2f} µs |"
-            )
-        add("")
-        first = r["orchestrator"]
-        add(
-            f"Orchestrator: {first['orchestrator']} with a fake git runner, recorded at level "
-            "full (tape set-up, every call, finish) vs `record(None)`; runs alternate, "
-            "median.\n"
-        )
-        add("| clock | runs | unrecorded | recorded | calls recorded | overhead | per call |")
-        add("|---|---|---|---|---|---|---|")
-        for key in ("orchestrator", "orchestrator_instant"):
-            o = r.get(key)
-            if o:
-                per = (
-                    f"{o['overhead_per_call_ns'] / 1000:.1f} µs"
-                    if o["overhead_per_call_ns"] is not None
-                    else "—"
-                )
-                add(
-                    f"| {o['clock']} | {o['runs']} | {o['plain_ns'] / 1e6:.1f} ms | "
-                    f"{o['recorded_ns'] / 1e6:.1f} ms | {o['calls_recorded']} | "
-                    f"{o['overhead_ratio'] * 100:+.1f} % | {per} |"
-                )
-        add("")
-    if "disabled" in res:
-        d = res["disabled"]
-        add("## 5. Disabled recorder\n")
-        add(
-            f"`sessiontape.record(None)` with `SESSIONTAPE_RECORD` unset: "
-            f"`process_runner(inner) is inner` → {d['runner_is_inner']}, "
-            f"`agent(a) is a` → {d['agent_is_adapter']}, `store(s) is s` → "
-            f"{d['store_is_store']}. Per call: {d['disabled']['median_ns']:.0f} ns through "
-            f"the returned runner vs {d['inner']['median_ns']:.0f} ns calling the runner "
-            f"directly (the same function): overhead {d['disabled_overhead_ns']:.0f} ns. "
-            f"`record(None)` itself: {d['record_none']['median_ns']:.0f} ns, once per "
-            "session.\n"
-        )
-        add(
-            f"A RecordTape whose writer failed (cassette directory unwritable; one "
-            f"`RecordingWarning`): {d['failed_writer']['median_ns']:.0f} ns per call vs "
-            f"{d['failed_writer_inner']['median_ns']:.0f} ns for the runner alone, "
-            f"{d['failed_writer_overhead_ns']:.0f} ns of fast path.\n"
-        )
-    if "report" in res:
-        r = res["report"]
-        add("## 6. The report page\n")
-        add(
-            f"`sessiontape report` on a {r['entries']:,}-entry tape generated like the ones "
-            "above, in one fresh interpreter: after a warm-up, loads and reports alternate "
-            f"{r['repeat']} times, medians compared. The report's time includes its own "
-            "load; it compresses and writes on a second thread while it packs entries.\n"
-        )
-        add("| | wall | CPU |")
-        add("|---|---|---|")
-        add(f"| `sessiontape.load` | {r['load_ns'] / 1e9:.2f} s | {r['load_cpu_ns'] / 1e9:.2f} s |")
-        add(
-            f"| `sessiontape report` | {r['report_ns'] / 1e9:.2f} s | "
-            f"{r['report_cpu_ns'] / 1e9:.2f} s |"
-        )
-        add(f"| ratio | {r['time_ratio']:.2f}× | {r['cpu_ratio']:.2f}× |\n")
-        add(
-            f"The page is {r['page_bytes'] / 1e6:.1f} MB for a {r['tape_bytes'] / 1e6:.1f} MB "
-            f"tape ({r['size_ratio']:.2f}×); the time after the load is "
-            f"{r['write_after_load_ratio']:.2f}× the load.\n"
-        )
+    out.append("")
+    return out
+
+
+def _unmet(results: dict[str, Any]) -> list[str]:
     unmet = [row for row in results["figures"] if row["met"] is False]
-    add("## Targets not met, and what it would take\n")
+    out = ["## Targets not met, and what it would take\n"]
     if not unmet:
-        add("Every target is met in this run.\n")
+        out.append("Every target is met in this run.\n")
     for row in unmet:
-        add(f"### {row['figure']}: {fmt(row['value'])} {row['unit']} (target {row['target']})\n")
-        add(what_it_would_take(row, results))
-    if "end_to_end" in res and res["end_to_end"].get("profile"):
-        add("### Profile of the end-to-end replay (cProfile, by own time)\n")
-        add(
-            "cProfile slows the run several-fold and inflates small functions; read it "
-            "for proportions.\n"
+        out.append(
+            f"### {row['figure']}: {fmt(row['value'])} {row['unit']} (target {row['target']})\n"
         )
-        add("| function | calls | own s | cumulative s | share |")
-        add("|---|---|---|---|---|")
-        for p in res["end_to_end"]["profile"]:
-            add(
-                f"| `{p['function']}` | {p['ncalls']:,} | {p['tottime_s']:.3f} | "
-                f"{p['cumtime_s']:.3f} | {p['share'] * 100:.1f} % |"
-            )
-        add("")
-    add("## Method\n")
-    add(
-        "- Timer: `time.perf_counter_ns`, held out of freezegun's reach (the default replay "
-        "patches time). Every per-call figure is the median of batches' per-call times "
-        "after warm-up batches; whole-tape figures are medians of runs in fresh "
-        "interpreters.\n"
-        "- GC: left enabled everywhere (as users run), except the msgspec baselines, which "
-        "pause it while decoding as `sessiontape.load` does; figure 1 also shows a "
-        "GC-paused variant.\n"
-        "- The 2 cores are shared with other work: absolute times move between runs by "
-        "tens of percent; the CPU-time column and the same-run ratios are steadier.\n"
-        "- No timed assertion anywhere in the test suite: `tests/test_bench_smoke.py` runs "
-        "this code on tiny tapes and checks the shape of the results only.\n"
-    )
+        out.append(what_it_would_take(row, results))
+    e2e = results["results"].get("end_to_end")
+    if e2e and e2e.get("profile"):
+        out += [
+            "### Profile of the end-to-end replay (cProfile, by own time)\n",
+            "cProfile slows the run several-fold and inflates small functions; read it "
+            "for proportions.\n",
+            "| function | calls | own s | cumulative s | share |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| `{p['function']}` | {p['ncalls']:,} | {p['tottime_s']:.3f} | "
+            f"{p['cumtime_s']:.3f} | {p['share'] * 100:.1f} % |"
+            for p in e2e["profile"]
+        ]
+        out.append("")
+    return out
+
+
+_METHOD = """## Method
+
+- Timer: `time.perf_counter_ns`, held out of freezegun's reach (the default replay patches \
+time). Every per-call figure is the median of batches' per-call times after warm-up \
+batches, a figure and its baseline taking turns batch by batch; whole-tape figures are \
+medians of runs in fresh interpreters.
+- GC: left enabled everywhere (as users run), except the msgspec baselines, which pause it \
+while decoding as `sessiontape.load` does; figure 1 also shows a GC-paused variant.
+- The 2 cores are shared with other work: absolute times move between runs by tens of \
+percent; the CPU-time column and the same-run ratios are steadier.
+- No timed assertion anywhere in the test suite: `tests/test_bench_smoke.py` runs this \
+code on tiny tapes and checks the shape of the results only.
+"""
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """BENCHMARKS.md: the summary table, the machine, the details and the profiles."""
+    out = [
+        "# sessiontape benchmarks\n",
+        "Hours of session replayed in seconds, measured side by side. Every figure is "
+        "compared with a baseline measured in the same run; ratios are what to read on a "
+        "busy machine.\n",
+        f"Reproduce: `{results['command']}` in an environment with the `bench` extra "
+        "(`pip install -e '.[bench]'`), or `nox -s bench`, from a clean checkout; it "
+        "measures the checkout's `src/`. "
+        f"This run: mode `{results['mode']}`, {results['started_at']}, "
+        f"{results['duration_s']} s.\n",
+        *_summary(results),
+        *_machine(results),
+        *_tapes(results),
+    ]
+    res = results["results"]
+    for cases, section in SECTIONS:
+        if any(case in res for case in cases):
+            out += section(res)
+    out += _unmet(results)
+    out.append(_METHOD)
     return "\n".join(out)

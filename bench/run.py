@@ -3,18 +3,24 @@
 One command runs everything and writes the results::
 
     python bench/run.py                  # full suite: BENCHMARKS.json + BENCHMARKS.md
-    python bench/run.py --quick          # small sizes, a minute; prints the table only
+    python bench/run.py --quick          # small sizes, about a minute; prints the table only
     python bench/run.py --quick --out q.json --markdown q.md
 
-It generates synthetic session tapes (``bench/gen.py``: 10k and 100k entries and an
-eight-hour session of 260k), then measures, each figure against a baseline taken in the
-same run: one replayed process call (vs a bare deque, pytest-subprocess and vcrpy), the
-eight-hour tape end to end (vs msgspec decoding the file), load throughput and peak
-memory (vs the file size), recording overhead (vs the unwrapped runner, and on the
-example orchestrator's run), the cost of a disabled recorder, and ``sessiontape report``
-on a 120k-entry tape (vs the tape's size and load time). Tapes are generated only for
-the cases that read them. The checkout's ``src/`` is measured, whatever sessiontape is
-installed.
+It generates synthetic session tapes (``bench/gen.py``: 10k and 100k entries, an
+eight-hour session of 260k and a tape of 1,000,000 entries), then measures, each figure
+against a baseline taken in the same run: one replayed call on every boundary (vs its
+floor, a bare deque and a compare; processes also vs pytest-subprocess and vcrpy), the
+fixed cost of one replay and a corpus of cassettes through pytest (vs trivial tests, and
+with ``-n 2`` vs serially), the eight-hour tape end to end (vs msgspec decoding the
+file), peak memory at 1,000,000 entries (vs the file and msgspec's eager decode), load
+throughput, recording overhead (vs the unwrapped runner, on one thread and at 8, and on
+the example orchestrator's run), the cost of a disabled recorder, and ``sessiontape
+report`` (vs the tape's size and load time).
+
+Beside each figure stands the previous run's: by default the committed
+``BENCHMARKS.json`` (read before this run replaces it) when it was run in the same mode;
+``--compare OLD.json`` names another, ``--no-compare`` leaves the column out. The
+checkout's ``src/`` is measured, whatever sessiontape is installed.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,16 +46,37 @@ for _path in (ROOT / "src", BENCH):
         sys.path.insert(0, str(_path))
 
 import gen  # noqa: E402
-from cases import common, disabled, end_to_end, load, record, replay_call, report  # noqa: E402
-from figures import TARGETS, figures  # noqa: E402
+from cases import (  # noqa: E402
+    boundaries,
+    common,
+    corpus,
+    disabled,
+    end_to_end,
+    load,
+    memory,
+    record,
+    replay_call,
+    report,
+)
+from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
 
-__all__ = ["PROFILES", "TARGETS", "figures", "main", "render_markdown", "run_suite"]
+__all__ = ["ALL_CASES", "PROFILES", "TARGETS", "main", "run_suite"]
 
-#: Sizes and repetitions per mode. ``tiny`` is what the smoke test runs.
+#: Where a full run writes its results, and what the next run compares itself with.
+COMMITTED: Final = ROOT / "BENCHMARKS.json"
+
+#: Sizes and repetitions per mode. ``tiny`` is what the smoke test runs. ``tapes`` maps a
+#: generated tape's name to its entries and recorded hours (``None``: 8 h per 250k).
 PROFILES: Final[dict[str, dict[str, Any]]] = {
     "full": {
-        "tapes": {"small": (10_000, None), "medium": (100_000, None), "long": (260_000, 8.0)},
+        "tapes": {
+            "small": (10_000, None),
+            "medium": (100_000, None),
+            "long": (260_000, 8.0),
+            "huge": (1_000_000, None),
+            "report": (120_000, None),
+        },
         "workers": 8,
         "calls": 1000,
         "batches": 40,
@@ -57,13 +84,25 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "vcr_batches": 3,
         "e2e_repeat": 3,
         "load_repeat": 3,
+        "threads": 8,
+        "thread_calls": 2000,
+        "thread_rounds": 7,
         "orchestrator_runs": 15,
         "disabled_calls": 10_000,
-        "report_entries": 120_000,
         "report_repeat": 5,
+        "fixed_calls": 200,
+        "corpus": 60,
+        "big_corpus": 500,
+        "corpus_rounds": 2,
     },
     "quick": {
-        "tapes": {"small": (2_000, None), "medium": (5_000, None), "long": (20_000, None)},
+        "tapes": {
+            "small": (2_000, None),
+            "medium": (5_000, None),
+            "long": (20_000, None),
+            "huge": (50_000, None),
+            "report": (20_000, None),
+        },
         "workers": 4,
         "calls": 500,
         "batches": 10,
@@ -71,31 +110,156 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "vcr_batches": 2,
         "e2e_repeat": 1,
         "load_repeat": 2,
+        "threads": 8,
+        "thread_calls": 300,
+        "thread_rounds": 3,
         "orchestrator_runs": 3,
         "disabled_calls": 2000,
-        "report_entries": 20_000,
         "report_repeat": 2,
+        "fixed_calls": 50,
+        "corpus": 60,
+        "big_corpus": 100,
+        "corpus_rounds": 1,
     },
     "tiny": {
-        "tapes": {"small": (200, None), "medium": (300, None), "long": (400, None)},
+        "tapes": {
+            "small": (200, None),
+            "medium": (300, None),
+            "long": (400, None),
+            "huge": (500, None),
+            "report": (300, None),
+        },
         "workers": 3,
-        "calls": 50,
+        "calls": 40,
         "batches": 3,
         "vcr_interactions": 10,
         "vcr_batches": 1,
         "e2e_repeat": 1,
         "load_repeat": 1,
+        "threads": 2,
+        "thread_calls": 20,
+        "thread_rounds": 1,
         "orchestrator_runs": 1,
         "disabled_calls": 200,
-        "report_entries": 300,
         "report_repeat": 1,
+        "fixed_calls": 3,
+        "corpus": 4,
+        "big_corpus": 6,
+        "corpus_rounds": 1,
     },
 }
 
+ALL_CASES: Final = (
+    "disabled",
+    "record",
+    "replay_call",
+    "boundaries",
+    "corpus",
+    "end_to_end",
+    "memory",
+    "load",
+    "report",
+)
+#: The generated tapes each case reads.
+_TAPES: Final = {
+    "end_to_end": ("long",),
+    "memory": ("huge",),
+    "load": ("small", "medium", "long"),
+    "report": ("report",),
+}
 
-ALL_CASES: Final = ("disabled", "record", "replay_call", "end_to_end", "load", "report")
-#: The cases that read the generated tapes of a profile's ``tapes``.
-_TAPE_CASES: Final = ("end_to_end", "load")
+
+def _cases(
+    prof: dict[str, Any], tapes: dict[str, Any], workdir: Path, others: bool
+) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """Each case: what the log says while it runs, and how it runs."""
+    calls, batches = prof["calls"], prof["batches"]
+    return {
+        "disabled": (
+            "disabled recorder",
+            lambda: disabled.run(calls=prof["disabled_calls"], batches=batches, workdir=workdir),
+        ),
+        "record": (
+            "recording overhead (one thread, threads, the orchestrator)",
+            lambda: record.run(
+                calls=calls,
+                batches=batches,
+                threads=prof["threads"],
+                thread_calls=prof["thread_calls"],
+                thread_rounds=prof["thread_rounds"],
+                orchestrator_runs=prof["orchestrator_runs"],
+                workdir=workdir,
+            ),
+        ),
+        "replay_call": (
+            "one replayed process call (sessiontape, floor, pytest-subprocess, vcrpy)",
+            lambda: replay_call.run(
+                calls=calls,
+                batches=batches,
+                vcr_interactions=prof["vcr_interactions"],
+                vcr_batches=prof["vcr_batches"],
+                workdir=workdir,
+                others=others,
+            ),
+        ),
+        "boundaries": (
+            "one replayed agent turn, store mutation and user boundary call",
+            lambda: boundaries.run(calls=calls, batches=batches, workdir=workdir),
+        ),
+        "corpus": (
+            "the fixed cost of a replay, and corpora through pytest",
+            lambda: corpus.run(
+                workdir=workdir,
+                fixed_calls=prof["fixed_calls"],
+                corpus=prof["corpus"],
+                big_corpus=prof["big_corpus"],
+                rounds=prof["corpus_rounds"],
+                source=ROOT / "cassettes",
+            ),
+        ),
+        "end_to_end": (
+            "the long tape end to end",
+            lambda: end_to_end.run(
+                path=tapes["long"]["path"],
+                file_bytes=tapes["long"]["bytes"],
+                repeat=prof["e2e_repeat"],
+                workdir=workdir,
+            ),
+        ),
+        "memory": (
+            "peak memory of the huge tape (replay, load, msgspec)",
+            lambda: memory.run(
+                path=tapes["huge"]["path"], file_bytes=tapes["huge"]["bytes"], workdir=workdir
+            ),
+        ),
+        "load": (
+            "load throughput and peak memory",
+            lambda: load.run(
+                tapes={name: tapes[name] for name in _TAPES["load"]}, repeat=prof["load_repeat"]
+            ),
+        ),
+        "report": (
+            "sessiontape report against sessiontape.load",
+            lambda: report.run(
+                path=tapes["report"]["path"], workdir=workdir, repeat=prof["report_repeat"]
+            ),
+        ),
+    }
+
+
+#: From this many entries a tape is generated in a child process: it is built in memory
+#: (several GB at 1,000,000 entries), and the suite's own process stays small.
+_GENERATE_APART: Final = 100_000
+
+
+def _generate(path: Path, entries: int, workers: int, hours: float | None) -> dict[str, Any]:
+    """Generate a tape; what ``gen.generate`` says it wrote."""
+    if entries < _GENERATE_APART:
+        return gen.child_generate(os.fspath(path), entries, workers, hours)
+    info: dict[str, Any] = common.in_subprocess(
+        "gen:child_generate", path=os.fspath(path), entries=entries, workers=workers, hours=hours
+    )
+    return info
 
 
 def run_suite(
@@ -104,13 +268,15 @@ def run_suite(
     workdir: Path,
     cases: tuple[str, ...] = ALL_CASES,
     others: bool = True,
-    log: Any = print,
+    log: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
-    """Generate the tapes and run ``cases``; return the results (see ``figures``)."""
+    """Generate the tapes the ``cases`` read and run them; return the results (with the
+    summary rows of ``figures``)."""
     prof = PROFILES[mode]
     began = time.perf_counter()
+    tapes: dict[str, Any] = {}
     results: dict[str, Any] = {
-        "schema": 1,
+        "schema": 2,
         "mode": mode,
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": None,
@@ -118,144 +284,113 @@ def run_suite(
         "profile": {
             k: (v if k != "tapes" else {n: list(t) for n, t in v.items()}) for k, v in prof.items()
         },
-        "tapes": {},
+        "tapes": tapes,
         "results": {},
     }
-    for name, (entries, hours) in prof["tapes"].items():
-        if not set(cases) & set(_TAPE_CASES):
-            break
-        log(f"generating the {name} tape ({entries:,} entries)...")
-        info = gen.generate(
-            workdir / f"{name}.jsonl", entries, workers=prof["workers"], hours=hours
-        )
-        results["tapes"][name] = asdict(info)
-    res = results["results"]
-    if "disabled" in cases:
-        log("disabled recorder...")
-        res["disabled"] = disabled.run(
-            calls=prof["disabled_calls"], batches=prof["batches"], workdir=workdir
-        )
-    if "record" in cases:
-        log("recording overhead...")
-        res["record"] = record.run(
-            calls=prof["calls"],
-            batches=prof["batches"],
-            orchestrator_runs=prof["orchestrator_runs"],
-            workdir=workdir,
-        )
-    if "replay_call" in cases:
-        log("one replayed call (sessiontape, deque, pytest-subprocess, vcrpy)...")
-        res["replay_call"] = replay_call.run(
-            calls=prof["calls"],
-            batches=prof["batches"],
-            vcr_interactions=prof["vcr_interactions"],
-            vcr_batches=prof["vcr_batches"],
-            workdir=workdir,
-            others=others,
-        )
-    if "end_to_end" in cases:
-        long_tape = results["tapes"]["long"]
-        log(f"the long tape end to end ({long_tape['entries']:,} entries)...")
-        res["end_to_end"] = end_to_end.run(
-            path=long_tape["path"],
-            file_bytes=long_tape["bytes"],
-            repeat=prof["e2e_repeat"],
-            workdir=workdir,
-        )
-    if "load" in cases:
-        log("load throughput and peak memory...")
-        res["load"] = load.run(tapes=results["tapes"], repeat=prof["load_repeat"])
-    if "report" in cases:
-        entries = prof["report_entries"]
-        log(f"generating the report tape ({entries:,} entries)...")
-        info = gen.generate(workdir / "report.jsonl", entries, workers=prof["workers"])
-        results["tapes"]["report"] = asdict(info)
-        log("sessiontape report against sessiontape.load...")
-        res["report"] = report.run(path=info.path, workdir=workdir, repeat=prof["report_repeat"])
+    runners = _cases(prof, tapes, workdir, others)
+    for case in cases:
+        for name in _TAPES.get(case, ()):
+            if name not in tapes:
+                entries, hours = prof["tapes"][name]
+                log(f"generating the {name} tape ({entries:,} entries)...")
+                tapes[name] = _generate(workdir / f"{name}.jsonl", entries, prof["workers"], hours)
+        what, run = runners[case]
+        log(f"{what}...")
+        results["results"][case] = run()
     results["figures"] = figures(results)
     results["duration_s"] = round(time.perf_counter() - began, 1)
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def read_previous(path: Path, mode: str, label: str) -> dict[str, Any] | None:
+    """The earlier run at ``path`` to stand beside this one, read before anything is
+    measured (a full run replaces the committed file); ``None`` when it was run in
+    another mode, whose sizes differ."""
+    old = json.loads(path.read_text(encoding="utf-8"))
+    if old.get("mode") != mode:
+        return None
+    return {
+        "label": label,
+        "path": path.name,
+        "mode": old.get("mode"),
+        "command": old.get("command"),
+        "started_at": old.get("started_at"),
+        "machine": {"git_revision": old.get("machine", {}).get("git_revision")},
+        "figures": old.get("figures", []),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bench/run.py", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes and few repetitions (about a minute)"
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="JSON results (default: BENCHMARKS.json in a full run of every case)",
-    )
-    parser.add_argument(
-        "--markdown",
-        type=Path,
-        default=None,
-        help="Markdown report (default: BENCHMARKS.md in a full run of every case)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--quick", action="store_true", help="small sizes and few repetitions (about a minute)")
+    add("--out", type=Path, help="JSON results (default: BENCHMARKS.json in a full run)")
+    add("--markdown", type=Path, help="Markdown report (default: BENCHMARKS.md in a full run)")
+    add(
         "--only",
         default=",".join(ALL_CASES),
         help=f"comma-separated cases to run (default all: {','.join(ALL_CASES)})",
     )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=None,
-        help="where to write the tapes (default: a temporary directory)",
-    )
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    parser.add_argument(
+    add("--workdir", type=Path, help="where to write the tapes (default: a temporary directory)")
+    add("--keep", action="store_true", help="keep the work directory")
+    add(
         "--render",
         type=Path,
-        default=None,
         metavar="RESULTS.json",
         help="measure nothing: write the Markdown report (--markdown) of a saved run",
     )
-    parser.add_argument(
+    add(
         "--compare",
         type=Path,
-        default=None,
+        default=COMMITTED,
         metavar="OLD.json",
-        help="add the figures of an earlier run's JSON as a 'before' column",
+        help="the earlier run whose figures stand beside this run's, matched by figure id "
+        "(default: the committed BENCHMARKS.json, when it was run in the same mode)",
     )
-    parser.add_argument(
-        "--compare-label",
-        default="the same suite run on the previous checkout",
-        help="how the 'before' column is described",
-    )
+    add("--no-compare", action="store_true", help="no column of the previous run's figures")
+    add("--compare-label", default=None, help="how the previous run is described")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     cases = tuple(c.strip() for c in args.only.split(",") if c.strip())
     unknown = sorted(set(cases) - set(ALL_CASES))
     if unknown:
         parser.error(f"unknown case(s) {unknown}; choose from {list(ALL_CASES)}")
     if args.render is not None:
-        saved = json.loads(args.render.read_text(encoding="utf-8"))
-        text = render_markdown(saved)
+        text = render_markdown(json.loads(args.render.read_text(encoding="utf-8")))
         if args.markdown is not None:
             args.markdown.write_text(text + "\n", encoding="utf-8")
         else:
             print(text)
         return 0
     mode = "quick" if args.quick else "full"
+    log: Callable[[str], None] = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    previous = None
+    if not args.no_compare:
+        if args.compare != COMMITTED and not args.compare.exists():
+            parser.error(f"--compare {args.compare}: no such file")
+        if args.compare.exists():
+            label = args.compare_label or (
+                "the committed BENCHMARKS.json" if args.compare == COMMITTED else str(args.compare)
+            )
+            previous = read_previous(args.compare, mode, label)
+            if previous is None:
+                log(f"not comparing with {args.compare}: it was not run in mode {mode}")
     out, markdown = args.out, args.markdown
     # Only a full run of every case replaces the committed report; a partial run (--only)
     # prints its table and writes files only when asked to.
     partial = set(cases) != set(ALL_CASES)
     if mode == "full" and not partial and out is None and markdown is None:
-        out, markdown = ROOT / "BENCHMARKS.json", ROOT / "BENCHMARKS.md"
+        out, markdown = COMMITTED, ROOT / "BENCHMARKS.md"
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sessiontape-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        results = run_suite(
-            mode,
-            workdir=workdir,
-            cases=cases,
-            log=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
-        )
+        results = run_suite(mode, workdir=workdir, cases=cases, log=log)
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -265,24 +400,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.only != ",".join(ALL_CASES):
         command += ["--only", args.only]
     results["command"] = shlex.join(command)
-    for path in results["tapes"].values():
-        path["path"] = os.path.basename(path["path"])
-    if args.compare is not None:
-        old = json.loads(args.compare.read_text(encoding="utf-8"))
-        results["previous"] = {
-            "label": args.compare_label,
-            "command": old.get("command"),
-            "started_at": old.get("started_at"),
-            "machine": {"git_revision": old.get("machine", {}).get("git_revision")},
-            "figures": old.get("figures", []),
-        }
+    for tape in results["tapes"].values():
+        tape["path"] = os.path.basename(tape["path"])
+    if previous is not None:
+        attach_previous(results["figures"], previous.pop("figures"))
+        results["previous"] = previous
     if out is not None:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     text = render_markdown(results)
     if markdown is not None:
         markdown.write_text(text + "\n", encoding="utf-8")
-    summary = text.split("## Machine")[0]
-    print(summary)
+    print(text.split("## Machine")[0])
     gc.collect()
     return 0
 
