@@ -93,7 +93,7 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "fixed_calls": 200,
         "corpus": 60,
         "big_corpus": 500,
-        "corpus_rounds": 2,
+        "corpus_rounds": 3,
     },
     "quick": {
         "tapes": {

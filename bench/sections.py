@@ -152,7 +152,9 @@ def load_section(res: Results) -> list[str]:
         "Fresh interpreter per measurement; peak RSS is the peak after the work minus the "
         "peak before it (`VmHWM`: `ru_maxrss` of this process image alone, since "
         "`ru_maxrss` survives `exec` and a child of this suite would start at its "
-        "parent's peak). The file's bytes, the entries and the indexes all count.\n",
+        "parent's peak). The file's bytes, the entries and the indexes all count. Load "
+        "times: `sessiontape.load` and msgspec alone take turns in one interpreter, "
+        "medians.\n",
     ]
     if ld:
         out += [
