@@ -320,6 +320,10 @@ def read_previous(path: Path, mode: str, label: str) -> dict[str, Any] | None:
     }
 
 
+def _log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bench/run.py", description=__doc__.split("\n\n")[0] if __doc__ else None
@@ -369,18 +373,19 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
         return 0
     mode = "quick" if args.quick else "full"
-    log: Callable[[str], None] = lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    previous = None
-    if not args.no_compare:
-        if args.compare != COMMITTED and not args.compare.exists():
-            parser.error(f"--compare {args.compare}: no such file")
-        if args.compare.exists():
-            label = args.compare_label or (
-                "the committed BENCHMARKS.json" if args.compare == COMMITTED else str(args.compare)
-            )
-            previous = read_previous(args.compare, mode, label)
-            if previous is None:
-                log(f"not comparing with {args.compare}: it was not run in mode {mode}")
+    if args.no_compare:
+        previous = None
+    elif args.compare.exists():
+        label = args.compare_label or (
+            "the committed BENCHMARKS.json" if args.compare == COMMITTED else str(args.compare)
+        )
+        previous = read_previous(args.compare, mode, label)
+        if previous is None:
+            _log(f"not comparing with {args.compare}: it was not run in mode {mode}")
+    elif args.compare == COMMITTED:
+        previous = None  # a checkout without a committed run yet
+    else:
+        parser.error(f"--compare {args.compare}: no such file")
     out, markdown = args.out, args.markdown
     # Only a full run of every case replaces the committed report; a partial run (--only)
     # prints its table and writes files only when asked to.
@@ -390,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sessiontape-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        results = run_suite(mode, workdir=workdir, cases=cases, log=log)
+        results = run_suite(mode, workdir=workdir, cases=cases, log=_log)
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
