@@ -1,4 +1,4 @@
-"""Timing helpers shared by the cases: warm-up, batches, medians, GC state, machine info.
+"""What the cases share: warm-up, batches, medians, peak RSS, GC state, machine info.
 
 Every figure is a median over batches timed with :func:`time.perf_counter_ns`; a batch
 runs many calls so the timer's own cost (tens of nanoseconds) is spread thin. The timer
@@ -12,11 +12,12 @@ from __future__ import annotations
 import gc
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from typing import Any, Final
@@ -30,9 +31,57 @@ def now_ns() -> int:
     return _TIMER[0]()
 
 
-def median(values: list[float]) -> float:
+def median(values: Sequence[float]) -> float:
     """The median of ``values`` (0.0 for none)."""
     return float(statistics.median(values)) if values else 0.0
+
+
+def _spread(samples: list[float]) -> dict[str, float]:
+    return {"median_ns": median(samples), "min_ns": min(samples), "max_ns": max(samples)}
+
+
+def per_call_each(
+    makers: Mapping[str, Callable[[], Any]],
+    *,
+    batches: int,
+    warmup: int = 2,
+) -> dict[str, dict[str, float]]:
+    """Median nanoseconds per call of each variant, the variants taking turns.
+
+    ``makers[name]()`` prepares one batch of that variant outside the timed region and
+    returns a function that runs it and returns how many calls it made, or a pair of that
+    function and a clean-up to call after the timing. Round by round, every variant runs
+    one batch, so a busy spell of the shared machine weighs on all of them alike. Returns,
+    per variant, the median, the best and the worst batch's per-call time, and the number
+    of calls timed.
+    """
+
+    def prepare(make: Callable[[], Any]) -> tuple[Callable[[], int], Callable[[], Any] | None]:
+        made = make()
+        return made if isinstance(made, tuple) else (made, None)
+
+    for _ in range(warmup):
+        for make in makers.values():
+            run, cleanup = prepare(make)
+            run()
+            if cleanup is not None:
+                cleanup()
+    samples: dict[str, list[float]] = {name: [] for name in makers}
+    calls = dict.fromkeys(makers, 0)
+    for _ in range(batches):
+        for name, make in makers.items():
+            run, cleanup = prepare(make)
+            start = now_ns()
+            n = run()
+            elapsed = now_ns() - start
+            if cleanup is not None:
+                cleanup()
+            samples[name].append(elapsed / max(n, 1))
+            calls[name] += n
+    return {
+        name: {**_spread(samples[name]), "batches": batches, "calls": calls[name]}
+        for name in makers
+    }
 
 
 def per_call_ns(
@@ -41,58 +90,26 @@ def per_call_ns(
     batches: int,
     warmup: int = 2,
 ) -> dict[str, float]:
-    """Median nanoseconds per call over ``batches`` batches.
+    """:func:`per_call_each` for one variant."""
+    return per_call_each({"": make_batch}, batches=batches, warmup=warmup)[""]
 
-    ``make_batch()`` prepares one batch outside the timed region and returns a function
-    that runs it and returns how many calls it made, or a pair of that function and a
-    clean-up to call after the timing. Returns the median, the best and the worst batch's
-    per-call time, and the number of calls timed.
+
+def peak_rss_bytes() -> int:
+    """This process's peak RSS.
+
+    ``ru_maxrss`` survives ``exec``: a child started by a big parent (this suite, after
+    generating a 370 MB tape) starts with the parent's peak, and a load below it would
+    read as zero. Linux's ``VmHWM`` is the same peak for this process image alone; other
+    systems fall back to ``ru_maxrss``.
     """
-
-    def prepare() -> tuple[Callable[[], int], Callable[[], Any] | None]:
-        made = make_batch()
-        return made if isinstance(made, tuple) else (made, None)
-
-    for _ in range(warmup):
-        run, cleanup = prepare()
-        run()
-        if cleanup is not None:
-            cleanup()
-    samples: list[float] = []
-    calls = 0
-    for _ in range(batches):
-        run, cleanup = prepare()
-        start = now_ns()
-        n = run()
-        elapsed = now_ns() - start
-        if cleanup is not None:
-            cleanup()
-        samples.append(elapsed / max(n, 1))
-        calls += n
-    return {
-        "median_ns": median(samples),
-        "min_ns": min(samples),
-        "max_ns": max(samples),
-        "batches": batches,
-        "calls": calls,
-    }
-
-
-def wall_ns(run: Callable[[], Any], *, repeat: int, warmup: int = 1) -> dict[str, float]:
-    """Median wall time of ``run()`` over ``repeat`` runs (after ``warmup`` untimed ones)."""
-    for _ in range(warmup):
-        run()
-    samples = []
-    for _ in range(repeat):
-        start = now_ns()
-        run()
-        samples.append(now_ns() - start)
-    return {
-        "median_ns": median(samples),
-        "min_ns": min(samples),
-        "max_ns": max(samples),
-        "repeat": repeat,
-    }
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 @contextmanager

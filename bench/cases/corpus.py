@@ -1,6 +1,6 @@
-"""Figure: what a replay costs where users feel it, once per tape.
+"""Figure 7: what a replay costs where users feel it, once per tape.
 
-Two measurements, each against a baseline taken in the same run:
+Three measurements, each against a baseline taken in the same run:
 
 * **fixed cost of one replay** in a fresh interpreter with at least 600 modules loaded (as
   a real application's test process has): ``sessiontape.replay(path)`` entered, one
@@ -13,7 +13,7 @@ Two measurements, each against a baseline taken in the same run:
   replay's one-time set-up shown apart), so collection and start-up count for neither.
 * **a corpus across cores**: 500 real tapes (the shipped gardener corpus, copied round
   robin) replayed by the project's own hook, serially and with ``-n 2`` (pytest-xdist),
-  wall time of the whole pytest run.
+  wall time of the whole pytest run, the two runs taking turns.
 """
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ def app(tape):
     tape.finish({"head": out.stdout.strip()})
     return True
 '''
+
+#: The corpus projects' settings: no test reordering, no cache, and none of the plugins a
+#: development environment may add (hypothesis's takes half a second to import, paid by
+#: every xdist worker), so a run measures the same wherever it runs.
+_PYTEST_INI: Final = """[pytest]
+addopts = -p no:randomly -p no:cacheprovider -p no:hypothesispytest
+"""
 
 _CONFTEST: Final = """
 from corpus_app import app
@@ -96,7 +103,7 @@ def write_corpus(root: Path, cassettes: int, trivial: int) -> Path:
     (root / "corpus_app.py").write_text(_APP, encoding="utf-8")
     (root / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
     (root / "bench_timing.py").write_text(_TIMING_PLUGIN, encoding="utf-8")
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    (root / "pytest.ini").write_text(_PYTEST_INI, encoding="utf-8")
     if trivial:
         (root / "test_trivial.py").write_text(_TRIVIAL.format(count=trivial), encoding="utf-8")
     tapes = root / "tapes"
@@ -140,7 +147,7 @@ def write_gardener_corpus(root: Path, cassettes: int, source: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "conftest.py").write_text(_GARDENER_CONFTEST, encoding="utf-8")
     (root / "bench_timing.py").write_text(_TIMING_PLUGIN, encoding="utf-8")
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    (root / "pytest.ini").write_text(_PYTEST_INI, encoding="utf-8")
     tapes = sorted(source.glob("*.jsonl"))
     if not tapes:
         raise RuntimeError(f"no cassettes in {source} to build a corpus from")
@@ -188,17 +195,12 @@ def child_fixed_cost(path: str, calls: int) -> dict[str, Any]:
         except BaseException:
             continue
     import sessiontape
-    from sessiontape import ProcessResult
-
-    class Runner:
-        def run(self, argv: Any, **kwargs: Any) -> ProcessResult:
-            return ProcessResult(argv, 0, "ok\n", "")
 
     modules = len(sys.modules)
 
     def once(patch_time: bool) -> None:
         with sessiontape.replay(path, patch_time=patch_time) as tape:
-            tape.process_runner(Runner()).run(["git", "rev-parse", "HEAD"], text=True)
+            tape.process_runner().run(["git", "rev-parse", "HEAD"], text=True)
             report = tape.finish({"head": "ok"})
         assert report.ok, report.render()
 
@@ -219,36 +221,58 @@ def child_fixed_cost(path: str, calls: int) -> dict[str, Any]:
     return out
 
 
+def _session_items(root: Path, timing: Path, count: int) -> dict[str, list[float]]:
+    """One pytest session over the small corpus: each item's time, by kind."""
+    _pytest(root, ".", timing=timing)
+    items: dict[str, list[float]] = json.loads(timing.read_text())
+    counts = {kind: len(durations) for kind, durations in items.items()}
+    if counts != {"cassette": count, "test": count}:
+        raise RuntimeError(f"the corpus session ran {counts}, not {count} of each")
+    return items
+
+
 def run(
-    *, workdir: Path, fixed_calls: int, corpus: int, big_corpus: int, source: Path
+    *,
+    workdir: Path,
+    fixed_calls: int,
+    corpus: int,
+    big_corpus: int,
+    rounds: int,
+    source: Path,
 ) -> dict[str, Any]:
     """Run the three measurements; see the module docstring. ``source`` holds the
-    shipped corpus the big one is copied from."""
+    shipped corpus the big one is copied from; the pytest sessions are repeated
+    ``rounds`` times (serial and ``-n 2`` alternating) and the medians kept."""
     root = write_corpus(workdir / "corpus-small", corpus, corpus)
     one = root / "tapes" / "tape-0000.jsonl"
     fixed = in_subprocess("cases.corpus:child_fixed_cost", path=str(one), calls=fixed_calls)
-    timing = workdir / "corpus-timing.json"
-    _pytest(root, ".", timing=timing)
-    items = json.loads(timing.read_text())
-    counts = {kind: len(durations) for kind, durations in items.items()}
-    if counts != {"cassette": corpus, "test": corpus}:
-        raise RuntimeError(f"the corpus session ran {counts}, not {corpus} of each")
+    sessions = [_session_items(root, workdir / "corpus-timing.json", corpus) for _ in range(rounds)]
     big = write_gardener_corpus(workdir / "corpus-big", big_corpus, source)
-    serial = _pytest(big, "tapes")
-    parallel = _pytest(big, "tapes", "-n", "2")
+    serial, parallel = [], []
+    for _ in range(rounds):
+        serial.append(_pytest(big, "tapes"))
+        parallel.append(_pytest(big, "tapes", "-n", "2"))
     return {
         "fixed": fixed,
         "corpus": {
             "items": corpus,
+            "rounds": rounds,
             # The first replay of a process also pays one-time set-up (the first look at
             # every loaded module); it is part of the total, and shown on its own too.
-            "cassette_items_s": sum(items["cassette"]),
-            "trivial_items_s": sum(items["test"]),
-            "cassette_median_s": median(items["cassette"]),
-            "trivial_median_s": median(items["test"]),
-            "cassette_first_s": items["cassette"][0],
+            "cassette_items_s": median([sum(s["cassette"]) for s in sessions]),
+            "trivial_items_s": median([sum(s["test"]) for s in sessions]),
+            "cassette_median_s": median([median(s["cassette"]) for s in sessions]),
+            "trivial_median_s": median([median(s["test"]) for s in sessions]),
+            "cassette_first_s": median([s["cassette"][0] for s in sessions]),
         },
-        "big_corpus": {"items": big_corpus, "serial_ns": serial, "xdist_2_ns": parallel},
+        "big_corpus": {
+            "items": big_corpus,
+            "rounds": rounds,
+            "serial_ns": median(serial),
+            "xdist_2_ns": median(parallel),
+            "serial_all_ns": serial,
+            "xdist_2_all_ns": parallel,
+        },
     }
 
 
@@ -257,7 +281,7 @@ def _main() -> None:  # pragma: no cover - a manual check: python -m cases.corpu
 
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
     source = Path(__file__).resolve().parents[2] / "cassettes"
-    result = run(workdir=work, fixed_calls=100, corpus=60, big_corpus=500, source=source)
+    result = run(workdir=work, fixed_calls=100, corpus=60, big_corpus=500, rounds=1, source=source)
     print(json.dumps(result, indent=2))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import sessiontape
 from sessiontape import ProcessResult
+from sessiontape.tape import RecordTape
 
 from .common import per_call_ns
 from .record import FakeRunner
@@ -64,8 +65,10 @@ def run(*, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             failed = sessiontape.record(blocker / "run.jsonl")
-        if failed.active or not any(
-            issubclass(w.category, sessiontape.RecordingWarning) for w in caught
+        if (
+            not isinstance(failed, RecordTape)
+            or failed.active
+            or not any(issubclass(w.category, sessiontape.RecordingWarning) for w in caught)
         ):
             raise AssertionError("the failed-writer tape should be inactive, with a warning")
         failed_runner = failed.process_runner(inner)

@@ -21,7 +21,7 @@ import msgspec
 import sessiontape
 
 from .app import replay_session
-from .common import cpu_ns, in_subprocess, median, now_ns
+from .common import cpu_ns, in_subprocess, median, now_ns, peak_rss_bytes
 
 __all__ = ["child_decode", "child_replay", "run"]
 
@@ -33,14 +33,20 @@ def _roots(workdir: str) -> dict[str, str]:
 def child_replay(
     path: str, workdir: str, patch_time: bool = True, per_kind: bool = False
 ) -> dict[str, Any]:
-    """One end-to-end replay; asserts it served every call and passed."""
+    """One end-to-end replay; asserts it served every call and passed.
+
+    Also its peak RSS: the peak after the replay minus the peak before it (``VmHWM``;
+    see :func:`cases.common.peak_rss_bytes`)."""
     phases: dict[str, int] = {}
     kinds: dict[str, int] | None = {} if per_kind else None
+    gc.collect()
+    rss_base = peak_rss_bytes()
     wall0, cpu0 = now_ns(), cpu_ns()
     report, made = replay_session(
         path, roots=_roots(workdir), patch_time=patch_time, phases=phases, kinds_ns=kinds
     )
     wall, cpu = now_ns() - wall0, cpu_ns() - cpu0
+    rss_peak = peak_rss_bytes()
     # What follows the report: the tape and its 260k entries freed as the loop's locals go.
     phases["teardown_ns"] = wall - sum(phases.values())
     if not report.ok or report.consumed != report.loaded:
@@ -57,6 +63,7 @@ def child_replay(
         "loaded": report.loaded,
         "consumed": report.consumed,
         "recorded_duration_ns": report.recorded_duration_ns,
+        "rss_delta_bytes": rss_peak - rss_base,
         "gc_enabled": gc.isenabled(),
     }
 
@@ -153,6 +160,7 @@ def run(
             k: median([r["phases_ns"][k] for r in replays]) for k in replays[0]["phases_ns"]
         },
         "replay_patch_time_false_wall_ns": untimed["wall_ns"],
+        "replay_peak_rss_delta_bytes": median([r["rss_delta_bytes"] for r in replays]),
         "msgspec_read_decode_wall_ns": decode_wall,
         "msgspec_decode_only_ns": decode_only,
         "msgspec_cpu_ns": decode_cpu,

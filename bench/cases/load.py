@@ -1,16 +1,17 @@
 """Figure 3: cassette load throughput (MB/s) and peak memory against the file size.
 
-Each tape is loaded in a fresh interpreter: peak RSS is the peak after the load minus the
-peak after the imports (``VmHWM``, which is ``ru_maxrss`` for this process image alone;
-the file's bytes, the decoded entries and the indexes all count), and the load time is
-the median of several loads in that process. msgspec alone (read the file,
-``decode_lines`` with the GC paused) is measured the same way beside it.
+Each tape is loaded in a fresh interpreter: peak RSS is the peak after the first load
+minus the peak before it (``VmHWM``, which is ``ru_maxrss`` for this process image alone;
+the file's bytes, the decoded entries and the indexes all count). Then, in the same
+interpreter, ``sessiontape.load`` and msgspec alone (read the file, ``decode_lines`` into
+the public entry types with the GC paused) take turns, and their median times are
+compared. msgspec's own peak RSS is taken in another fresh interpreter.
 """
 
 from __future__ import annotations
 
 import gc
-import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,36 +19,26 @@ import msgspec
 
 import sessiontape
 
-from .common import in_subprocess, median, now_ns
+from .common import in_subprocess, median, now_ns, peak_rss_bytes
 
 __all__ = ["child_load", "run"]
 
 
-def _maxrss_bytes() -> int:
-    """This process's peak RSS.
-
-    ``ru_maxrss`` survives ``exec``: a child started by a big parent (this suite, after
-    generating a 370 MB tape) starts with the parent's peak, and a load below it would
-    read as zero. Linux's ``VmHWM`` is the same peak for this process image alone; other
-    systems fall back to ``ru_maxrss``.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _timed(load: Callable[[], Any]) -> tuple[int, int]:
+    """Nanoseconds of one ``load()`` from a collected heap, and how many entries it gave."""
+    gc.collect()
+    start = now_ns()
+    loaded = load()
+    elapsed = now_ns() - start
+    return elapsed, len(loaded)
 
 
 def child_load(path: str, repeat: int, msgspec_only: bool = False) -> dict[str, Any]:
-    """Peak RSS of the first load, then the load time of ``repeat`` loads."""
+    """Peak RSS of a first load (``sessiontape.load``, or msgspec alone), then ``repeat``
+    rounds each timing one ``sessiontape.load`` and one msgspec decode."""
     decoder = msgspec.json.Decoder(sessiontape.Entry)
 
-    def load() -> Any:
-        if not msgspec_only:
-            return sessiontape.load(path)
+    def eager() -> Any:
         data = Path(path).read_bytes()
         gc.disable()
         try:
@@ -55,26 +46,22 @@ def child_load(path: str, repeat: int, msgspec_only: bool = False) -> dict[str, 
         finally:
             gc.enable()
 
+    loaders = {"sessiontape": lambda: sessiontape.load(path), "msgspec": eager}
     gc.collect()
-    base = _maxrss_bytes()
-    start = now_ns()
-    loaded = load()
-    first = now_ns() - start
-    peak = _maxrss_bytes()
-    entries = len(loaded)
-    del loaded
-    times = [first]
-    for _ in range(repeat - 1):
-        gc.collect()
-        start = now_ns()
-        loaded = load()
-        times.append(now_ns() - start)
-        del loaded
+    base = peak_rss_bytes()
+    first, entries = _timed(loaders["msgspec" if msgspec_only else "sessiontape"])
+    peak = peak_rss_bytes()
+    times: dict[str, list[int]] = {kind: [] for kind in loaders}
+    for _ in range(repeat):
+        for kind, load in loaders.items():
+            times[kind].append(_timed(load)[0])
     return {
         "rss_base_bytes": base,
         "rss_peak_bytes": peak,
         "rss_delta_bytes": peak - base,
-        "load_ns": times,
+        "first_ns": first,
+        "load_ns": times["sessiontape"],
+        "msgspec_ns": times["msgspec"],
         "entries": entries,
     }
 
@@ -85,11 +72,9 @@ def run(*, tapes: dict[str, dict[str, Any]], repeat: int) -> dict[str, Any]:
     for name, tape in tapes.items():
         size = tape["bytes"]
         ours = in_subprocess("cases.load:child_load", path=tape["path"], repeat=repeat)
-        raw = in_subprocess(
-            "cases.load:child_load", path=tape["path"], repeat=repeat, msgspec_only=True
-        )
+        raw = in_subprocess("cases.load:child_load", path=tape["path"], repeat=0, msgspec_only=True)
         load_ns = median(ours["load_ns"])
-        raw_ns = median(raw["load_ns"])
+        raw_ns = median(ours["msgspec_ns"])
         out[name] = {
             "file_bytes": size,
             "entries": ours["entries"],

@@ -1,10 +1,17 @@
-"""Figure 4: recording overhead per call, and on the example orchestrator's whole run.
+"""Figure 4: recording overhead per call, on one thread and at 8, and on the example
+orchestrator's whole run.
 
 Per call: a ``RecordTape`` (levels ``full`` and ``standard``) wrapping a trivial inner
 runner that returns a prebuilt :class:`~sessiontape.ProcessResult`, against that inner
-runner called directly. The requests are the ones of figure 1 (``git`` with a ``cwd``
-under the repository root, outputs up to a few kilobytes); every entry is really encoded
-and written to a cassette on disk.
+runner called directly, batches taking turns. The requests are the ones of figure 1
+(``git`` with a ``cwd`` under the repository root, outputs up to a few kilobytes); every
+entry is really encoded and written to a cassette on disk.
+
+Under threads: 8 threads, each inside ``sessiontape.worker(f"w{i}")``, record their calls
+through one tape's ``process_runner`` over the trivial inner runner, started together
+behind a barrier; the aggregate per call is the wall time from the barrier to the last
+thread's end and the tape's close, over all the threads' calls. The same threads on the
+inner runner alone are the baseline; recorded and unrecorded rounds alternate.
 
 The orchestrator: the bundled gardener (``sessiontape.examples.gardener``, scenario
 ``full``, 3 worker threads, its real SQLite backlog and scripted agent) with a fake git
@@ -18,8 +25,11 @@ does (its back-offs really sleep: the run as it is), and with sleeps that return
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import os
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -29,7 +39,7 @@ from typing import Any
 import sessiontape
 from sessiontape import ProcessResult
 
-from .common import median, now_ns, per_call_ns
+from .common import median, now_ns, per_call_each
 from .replay_call import requests_for
 
 __all__ = ["FakeRunner", "run"]
@@ -74,48 +84,113 @@ class _InstantClock:
         time.sleep(0)
 
 
+def _loop(run: Callable[..., Any], requests: list[Any]) -> int:
+    """Make every request through ``run``, as the application would; how many."""
+    for argv, cwd, _ in requests:
+        run(argv, cwd=cwd, text=True)
+    return len(requests)
+
+
+def _check_recorded(path: Path, calls: int, workers: int = 1) -> None:
+    """The tape at ``path`` holds ``calls`` calls of ``workers`` workers."""
+    written = sessiontape.load(path)
+    if len(written.calls) != calls or len(written.worker_ids()) != workers:
+        raise AssertionError(
+            f"{path.name}: {len(written.calls)} calls of {len(written.worker_ids())} "
+            f"workers recorded, expected {calls} of {workers}"
+        )
+
+
 def _per_call(level: str, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
     repo = tempfile.mkdtemp(prefix="bench-rec-", dir=workdir)
     requests = requests_for(calls, repo)
     results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
-    tapes: list[Any] = []
-    counter = [0]
+    paths = (workdir / f"rec-{level}-{n}.jsonl" for n in itertools.count())
 
-    def recorded() -> Callable[[], int]:
-        counter[0] += 1
-        tape = sessiontape.record(
-            workdir / f"rec-{level}-{counter[0]}.jsonl", level=level, roots={"repo": repo}
-        )
-        tapes.append(tape)
+    def recorded() -> Any:
+        path = next(paths)
+        tape = sessiontape.record(path, level=level, roots={"repo": repo})
         run = tape.process_runner(FakeRunner(results)).run
 
-        def go() -> int:
-            for argv, cwd, _ in requests:
-                run(argv, cwd=cwd, text=True)
-            return len(requests)
+        def cleanup() -> None:
+            tape.close()
+            _check_recorded(path, calls)
+            path.unlink()
 
-        return go
+        return functools.partial(_loop, run, requests), cleanup
 
     def bare() -> Callable[[], int]:
-        run = FakeRunner(results).run
+        return functools.partial(_loop, FakeRunner(results).run, requests)
 
-        def go() -> int:
-            for argv, cwd, _ in requests:
-                run(argv, cwd=cwd, text=True)
-            return len(requests)
+    timed = per_call_each({"recorded": recorded, "inner": bare}, batches=batches)
+    return {**timed, "overhead_ns": timed["recorded"]["median_ns"] - timed["inner"]["median_ns"]}
 
-        return go
 
-    rec = per_call_ns(recorded, batches=batches)
-    for tape in tapes:
-        tape.close()
-    written = sessiontape.load(workdir / f"rec-{level}-{counter[0]}.jsonl")
-    if len(written.calls) != calls:
-        raise AssertionError(f"recorded {len(written.calls)} calls, expected {calls}")
-    for path in workdir.glob(f"rec-{level}-*.jsonl*"):
+def _threads_once(
+    threads: int, requests: list[Any], results: list[ProcessResult], path: Path | None
+) -> int:
+    """Wall ns of ``threads`` threads making ``requests`` each through one runner: one
+    tape's recording runner (``path``) or the inner runner alone (``None``)."""
+    repo = requests[0][1]
+    tape = sessiontape.record(path, roots={"repo": repo}) if path is not None else None
+    inner = FakeRunner(results)
+    run = tape.process_runner(inner).run if tape is not None else inner.run
+    barrier = threading.Barrier(threads + 1)
+    failures: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            with sessiontape.worker(f"w{index}"):
+                barrier.wait()
+                _loop(run, requests)
+        except BaseException as exc:  # reported by the main thread below
+            failures.append(exc)
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    start = now_ns()
+    for thread in pool:
+        thread.join()
+    if tape is not None:
+        tape.close()  # writes whatever is still pending: part of the cost
+    elapsed = now_ns() - start
+    if failures:
+        raise failures[0]
+    if path is not None:
+        _check_recorded(path, threads * len(requests), workers=threads)
         path.unlink()
-    inner = per_call_ns(bare, batches=batches)
-    return {"recorded": rec, "inner": inner, "overhead_ns": rec["median_ns"] - inner["median_ns"]}
+    return elapsed
+
+
+def _threaded(threads: int, calls: int, rounds: int, workdir: Path) -> dict[str, Any]:
+    """``threads`` workers recording ``calls`` calls each at once, against the same threads
+    on the inner runner alone; rounds alternate, after one of each as warm-up."""
+    repo = tempfile.mkdtemp(prefix="bench-threads-", dir=workdir)
+    requests = requests_for(calls, repo)
+    results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
+    path = workdir / "rec-threads.jsonl"
+    recorded, bare = [], []
+    for round_ in range(rounds + 1):
+        timed = _threads_once(threads, requests, results, path)
+        untimed = _threads_once(threads, requests, results, None)
+        if round_:
+            recorded.append(timed)
+            bare.append(untimed)
+    total = threads * calls
+    rec_ns, bare_ns = median(recorded), median(bare)
+    return {
+        "threads": threads,
+        "calls_per_thread": calls,
+        "rounds": rounds,
+        "recorded_wall_ns": rec_ns,
+        "inner_wall_ns": bare_ns,
+        "recorded_per_call_ns": rec_ns / total,
+        "inner_per_call_ns": bare_ns / total,
+        "recorded_all_ns": recorded,
+        "inner_all_ns": bare,
+    }
 
 
 def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int]:
@@ -223,11 +298,22 @@ def _orchestrator(runs: int, workdir: Path, *, instant: bool) -> dict[str, Any]:
     }
 
 
-def run(*, calls: int, batches: int, orchestrator_runs: int, workdir: Path) -> dict[str, Any]:
-    """Per-call overhead at levels full and standard, and the orchestrator's run."""
+def run(
+    *,
+    calls: int,
+    batches: int,
+    threads: int,
+    thread_calls: int,
+    thread_rounds: int,
+    orchestrator_runs: int,
+    workdir: Path,
+) -> dict[str, Any]:
+    """Per-call overhead at levels full and standard, on one thread and in aggregate at
+    ``threads`` threads, and the orchestrator's run."""
     return {
         "full": _per_call("full", calls, batches, workdir),
         "standard": _per_call("standard", calls, batches, workdir),
+        "threads": _threaded(threads, thread_calls, thread_rounds, workdir),
         "orchestrator": _orchestrator(orchestrator_runs, workdir, instant=False),
         "orchestrator_instant": _orchestrator(orchestrator_runs, workdir, instant=True),
     }

@@ -16,7 +16,9 @@ cycled) is answered by
 * CPython's own floor under those: ``Popen(...)`` and ``subprocess.run(...,
   capture_output=True, text=True)`` with the spawn itself stubbed out (no tape), so what
   ``Popen.__init__``, its pipes and ``communicate`` cost by themselves is in the table;
-* a bare ``collections.deque`` fake (``popleft()`` of a prebuilt result): the floor;
+* the floor: a bare ``collections.deque`` of (recorded argv, prebuilt result) whose
+  ``popleft()`` is checked against today's argv (:class:`DequeFloor`), timed in turns
+  with the default variant;
 * pytest-subprocess (``FakeProcess`` with the same calls registered, serving
   ``subprocess.run``);
 * vcrpy replaying 1,000 HTTP interactions from its cassette (``requests`` against a
@@ -36,6 +38,7 @@ import subprocess
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,9 +46,9 @@ import sessiontape
 from sessiontape import Chunk, ProcessCall, ProcessResult, SessionEnd, SessionStart
 from sessiontape.cassette import encode_entry
 
-from .common import gc_paused, now_ns, per_call_ns
+from .common import gc_paused, now_ns, per_call_each, per_call_ns
 
-__all__ = ["COMMANDS", "run"]
+__all__ = ["COMMANDS", "DequeFloor", "run"]
 
 _T0: Final = 1_763_700_000_000_000_000
 _RECORDED_REPO: Final = "/srv/orchestrator/repo"
@@ -135,7 +138,7 @@ def requests_for(calls: int, repo: str | None) -> list[tuple[list[str], str | No
 
 def _sessiontape(
     recording: sessiontape.Recording, requests: list[Any], repo: str, *, patch_time: bool
-) -> dict[str, float]:
+) -> Any:
     roots = {"repo": repo}
 
     def batch() -> Any:
@@ -287,28 +290,32 @@ def _floor(requests: list[Any], how: str) -> Any:
     return batch
 
 
-class _DequeRunner:
-    """The floor: a FIFO of prebuilt results and nothing else."""
+class DequeFloor:
+    """The per-call floor of a replay: a FIFO of (recorded request, result), one comparison.
 
-    def __init__(self, results: list[ProcessResult]) -> None:
-        self._queue = collections.deque(results)
+    What no replay goes under: take the next recorded call, check today's request against
+    the recorded one, hand back the recorded result. ``run`` stands in for a process
+    runner (the request is the argv), ``execute`` for an agent adapter, ``request`` for a
+    user boundary's method: each takes the request as its first argument.
+    """
 
-    def run(
-        self,
-        argv: Any,
-        *,
-        cwd: Any = None,
-        env: Any = None,
-        input: Any = None,
-        timeout: Any = None,
-        text: bool = False,
-    ) -> ProcessResult:
-        return self._queue.popleft()
+    def __init__(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        self._next = collections.deque(pairs).popleft
+
+    def take(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        recorded, result = self._next()
+        if request != recorded:
+            raise AssertionError(f"the floor expected {recorded!r}, got {request!r}")
+        return result
+
+    run = execute = request = take
 
 
 def _deque(requests: list[Any]) -> Any:
     def batch() -> Any:
-        run = _DequeRunner([ProcessResult(argv, 0, out, "") for argv, _, out in requests]).run
+        # The recorded argv is a list of its own, as one decoded from a tape is.
+        pairs = [(list(argv), ProcessResult(argv, 0, out, "")) for argv, _, out in requests]
+        run = DequeFloor(pairs).run
 
         def go() -> int:
             for argv, cwd, _ in requests:
@@ -424,8 +431,13 @@ def run(
     with_cwd = requests_for(calls, repo)
     no_cwd = requests_for(calls, None)
     out: dict[str, Any] = {"calls_per_batch": calls, "gc": "enabled"}
-    out["sessiontape"] = per_call_ns(
-        _sessiontape(rec_cwd, with_cwd, repo, patch_time=True), batches=batches
+    # The figure and its floor take turns, batch by batch.
+    out |= per_call_each(
+        {
+            "sessiontape": _sessiontape(rec_cwd, with_cwd, repo, patch_time=True),
+            "deque": _deque(with_cwd),
+        },
+        batches=batches,
     )
     out["sessiontape_patch_time_false"] = per_call_ns(
         _sessiontape(rec_cwd, with_cwd, repo, patch_time=False), batches=batches
@@ -437,7 +449,6 @@ def run(
         out["sessiontape_gc_paused"] = per_call_ns(
             _sessiontape(rec_cwd, with_cwd, repo, patch_time=True), batches=batches
         )
-    out["deque"] = per_call_ns(_deque(with_cwd), batches=batches)
     out["patch_subprocess"] = per_call_ns(
         _patch_subprocess(rec_cwd, with_cwd, repo), batches=batches
     )
