@@ -160,7 +160,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
     "whole_tapes": (
         ("end_to_end", "memory"),
         _check_whole_tapes,
-        {"e2e_wall_s", "e2e_ratio_msgspec", "replay_peak_rss", "load_peak_rss"},
+        {"e2e_wall_s", "e2e_ratio_msgspec", "replay_peak_rss"},
     ),
     "load_and_report": (
         ("load", "report"),
