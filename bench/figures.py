@@ -235,7 +235,8 @@ def _corpus_rows(c: Results, results: Results) -> Iterable[Row]:
         ratio,
         f"cassettes {small['cassette_items_s'] * 1000:.1f} ms; median item "
         f"{small['cassette_median_s'] * 1e3:.2f} vs {small['trivial_median_s'] * 1e3:.2f} ms; "
-        f"first replay {small['cassette_first_s'] * 1e3:.1f} ms",
+        f"first item {small['cassette_first_s'] * 1e3:.1f} ms; once per process, at the end "
+        f"of collection: {small.get('set_up_once_s', 0.0) * 1e3:.1f} ms",
     )
     big = c["big_corpus"]
     ratio = big["xdist_2_ns"] / big["serial_ns"]

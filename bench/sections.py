@@ -307,6 +307,10 @@ def corpus_section(res: Results) -> list[str]:
         f"{small['cassette_median_s'] * 1e3:.2f} ms | {small['cassette_first_s'] * 1e3:.2f} ms |",
         f"| trivial tests | {small['trivial_items_s'] * 1e3:.1f} ms | "
         f"{small['trivial_median_s'] * 1e3:.2f} ms | |\n",
+        "Once per pytest process that collected cassette items, at the end of collection, "
+        "the plugin does the replay set-up the first replay would otherwise pay (importing "
+        "freezegun, the first search of every loaded module for copies of the time "
+        f"functions): {small.get('set_up_once_s', 0.0) * 1e3:.1f} ms, counted in no item.\n",
         f"Across cores: {big['items']} copies of the shipped gardener cassettes replayed by "
         "their hook, the whole `pytest` run timed, serially and with `-n 2` in turns "
         f"({big['rounds']} of each, median): serial {big['serial_ns'] / 1e9:.2f} s, "

@@ -75,11 +75,21 @@ def test_trivial(n):
     assert n >= 0
 """
 
-#: Sums each item's setup + call + teardown time by kind (cassette item or plain test).
+#: Sums each item's setup + call + teardown time by kind (cassette item or plain test),
+#: and times the end of collection, where the plugin does the one-time replay set-up.
 _TIMING_PLUGIN: Final = """
-import json, os
+import json, os, time
 
-_items = {"cassette": {}, "test": {}}
+import pytest
+
+_items = {"cassette": {}, "test": {}, "collection_finish": {}}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection_finish(session):
+    start = time.perf_counter()
+    yield
+    _items["collection_finish"]["all"] = time.perf_counter() - start
 
 
 def pytest_runtest_logreport(report):
@@ -226,7 +236,7 @@ def _session_items(root: Path, timing: Path, count: int) -> dict[str, list[float
     _pytest(root, ".", timing=timing)
     items: dict[str, list[float]] = json.loads(timing.read_text())
     counts = {kind: len(durations) for kind, durations in items.items()}
-    if counts != {"cassette": count, "test": count}:
+    if counts != {"cassette": count, "test": count, "collection_finish": 1}:
         raise RuntimeError(f"the corpus session ran {counts}, not {count} of each")
     return items
 
@@ -264,6 +274,9 @@ def run(
             "cassette_median_s": median([median(s["cassette"]) for s in sessions]),
             "trivial_median_s": median([median(s["test"]) for s in sessions]),
             "cassette_first_s": median([s["cassette"][0] for s in sessions]),
+            # Done once per pytest process when cassette items were collected (importing
+            # freezegun, the first search of the loaded modules): not part of any item.
+            "set_up_once_s": median([s["collection_finish"][0] for s in sessions]),
         },
         "big_corpus": {
             "items": big_corpus,

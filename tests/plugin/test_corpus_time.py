@@ -58,3 +58,56 @@ def test_a_plain_test_between_and_after_cassettes_sees_real_time(
             "corpus/e_test.py::test_time_is_real_here PASSED*",
         ]
     )
+
+
+SET_UP_SEEN = """
+import sys
+
+import app
+
+
+def pytest_runtest_setup(item):
+    # What the first cassette item finds when it starts: the one-time set-up done.
+    if not hasattr(sys, "_first_item_saw"):
+        sys._first_item_saw = "freezegun.api" in sys.modules
+        print(f"\\nfirst item found freezegun imported: {sys._first_item_saw}")
+
+
+def sessiontape_replay(tape, recording):
+    return app.main(tape)
+"""
+
+
+def test_the_one_time_set_up_happens_before_the_first_cassette(
+    project: Project, run: Run
+) -> None:
+    project.pytester.makeconftest(SET_UP_SEEN)
+    project.record("corpus/a.jsonl")
+    project.record("corpus/b.jsonl")
+    result = run("corpus", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*first item found freezegun imported: True*"])
+
+
+FREEZEGUN_AT_THE_END = """
+import sys
+
+import app
+
+
+def pytest_sessionfinish(session):
+    print(f"\\nfreezegun imported at the end: {'freezegun.api' in sys.modules}")
+
+
+def sessiontape_replay(tape, recording):
+    return app.main(tape)
+"""
+
+
+def test_collecting_only_sets_nothing_up(project: Project, run: Run) -> None:
+    project.pytester.makeconftest(FREEZEGUN_AT_THE_END)
+    project.record("corpus/a.jsonl")
+    result = run("corpus", "--collect-only", "-q", "-s")
+    result.stdout.fnmatch_lines(["*a.jsonl::a*", "*freezegun imported at the end: False*"])
+    # The same session run for real does set it up (the check above can fail).
+    run("corpus", "-q", "-s").stdout.fnmatch_lines(["*freezegun imported at the end: True*"])

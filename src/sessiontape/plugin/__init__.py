@@ -18,7 +18,13 @@ Three ways in:
 from __future__ import annotations
 
 from ._fixture import pytest_runtest_call, pytest_runtest_makereport, tape
-from ._items import CassetteFile, CassetteItem, pytest_collect_file, pytest_runtest_teardown
+from ._items import (
+    CassetteFile,
+    CassetteItem,
+    pytest_collect_file,
+    pytest_collection_finish,
+    pytest_runtest_teardown,
+)
 from ._options import RecordMode, pytest_addoption
 from ._run import pytest_configure, pytest_report_header
 
@@ -28,6 +34,7 @@ __all__ = [
     "RecordMode",
     "pytest_addoption",
     "pytest_collect_file",
+    "pytest_collection_finish",
     "pytest_configure",
     "pytest_report_header",
     "pytest_runtest_call",

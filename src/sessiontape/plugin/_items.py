@@ -20,7 +20,7 @@ from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
 from ..cassette import SessionStart, is_cassette, load_for_replay
-from ..replayer import lingering
+from ..replayer import lingering, prepare_time
 from ..report import ReplayMismatch, ReplayReport
 from ..tape import ReplayTape
 from ._failure import fail_replay, failure_text, hide_own_frames
@@ -84,6 +84,18 @@ def release_lingering_time(config: pytest.Config) -> None:
     if stack is not None:
         del config.stash[_LINGER]
         stack.close()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before a run of cassette items: the process's one-time replay set-up (importing
+    freezegun, the first search of the loaded modules, the hook manager), so that it is
+    not counted against the first cassette (in ``--durations``, per-test timeouts)."""
+    if session.config.option.collectonly or not any(
+        isinstance(item, CassetteItem) for item in session.items
+    ):
+        return
+    prepare_time()
+    _hooks.get_plugin_manager()
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -18,6 +18,7 @@ from ._rebuild import (
     unregister_type,
 )
 from ._timepatch import lingering
+from ._timepatch import prepare as prepare_time
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -32,6 +33,7 @@ __all__ = [
     "ReplayEngine",
     "compare",
     "lingering",
+    "prepare_time",
     "rebuild_error",
     "register_type",
     "registered_type",

@@ -316,6 +316,23 @@ _asyncio_patched = False
 _linger = 0
 
 
+def prepare() -> None:
+    """Do now the one-time work of the process's first :func:`install`: import freezegun,
+    plan the patch and search every loaded module for copies of the time functions (the
+    findings are cached, see ``_copies.py``). Nothing is patched.
+
+    For a session about to replay tape after tape: the first replay then costs what the
+    others do, and the set-up is not counted against whichever replay happens to be first.
+    """
+    global _plan
+    from freezegun import api as fg
+
+    with _lock:
+        if _plan is None or not _plan.current(fg):
+            _plan = _Plan(fg)
+        COPIES.find(_plan.fake_of, IGNORED_MODULES + _freezegun_ignore())
+
+
 def install(clock: VirtualClock) -> None:
     """Make ``clock`` the time of the process: apply the patch (unless it lingers from a
     clock before) and point it at ``clock``.
