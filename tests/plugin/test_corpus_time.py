@@ -78,9 +78,7 @@ def sessiontape_replay(tape, recording):
 """
 
 
-def test_the_one_time_set_up_happens_before_the_first_cassette(
-    project: Project, run: Run
-) -> None:
+def test_the_one_time_set_up_happens_before_the_first_cassette(project: Project, run: Run) -> None:
     project.pytester.makeconftest(SET_UP_SEEN)
     project.record("corpus/a.jsonl")
     project.record("corpus/b.jsonl")
