@@ -54,29 +54,45 @@ class TapeIndex:
         substituted: set[int] = set()
         hidden: set[int] = set()
         verify_order: dict[str, list[int]] = {}
-        preset = _PRESET
+        # The presets' queues by entry type, then worker: no key to build per entry (this
+        # loop runs over every call of the tape).
+        preset_queues: dict[type, dict[str, deque[CallEntry]]] = {}
+        add_substituted = substituted.add
         for entry in recording.calls:
             parent = entry.parent
             if parent is not None and (parent in substituted or parent in hidden):
                 hidden.add(entry.seq)
                 continue
-            # The presets by exact type first: this loop runs over every call of the tape.
-            boundary = preset.get(type(entry))
+            kind = type(entry)
+            boundary = _PRESET.get(kind)
             if boundary is None:
                 assert isinstance(entry, Call)
                 boundary = entry.boundary
                 if entry.mode == _SUBSTITUTE:
-                    substituted.add(entry.seq)
+                    add_substituted(entry.seq)
                 else:
                     verify_order.setdefault(boundary, []).append(entry.seq)
-            elif boundary == BOUNDARY_STORE:
+                key = (boundary, entry.worker)
+                queue = queues.get(key)
+                if queue is None:
+                    queue = queues[key] = deque()
+                queue.append(entry)
+                continue
+            if boundary == BOUNDARY_STORE:
                 verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
             else:
-                substituted.add(entry.seq)
-            key = (boundary, entry.worker)
-            queue = queues.get(key)
+                add_substituted(entry.seq)
+            by_worker = preset_queues.get(kind)
+            if by_worker is None:
+                by_worker = preset_queues[kind] = {}
+            queue = by_worker.get(entry.worker)
             if queue is None:
-                queue = queues[key] = deque()
+                key = (boundary, entry.worker)
+                # Both forms of a kind (as loaded, and for replay) share the queue.
+                queue = queues.get(key)
+                if queue is None:
+                    queue = queues[key] = deque()
+                by_worker[entry.worker] = queue
             queue.append(entry)
         #: The queues, consumed from the left as calls are served.
         self.queues = queues
