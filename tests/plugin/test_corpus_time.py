@@ -82,7 +82,8 @@ def test_the_one_time_set_up_happens_before_the_first_cassette(project: Project,
     project.pytester.makeconftest(SET_UP_SEEN)
     project.record("corpus/a.jsonl")
     project.record("corpus/b.jsonl")
-    result = run("corpus", "-s")
+    # A fresh interpreter: in this one, some earlier replay may have imported freezegun.
+    result = project.pytester.runpytest_subprocess("-p", "no:randomly", "corpus", "-s")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*first item found freezegun imported: True*"])
 
@@ -102,10 +103,12 @@ def sessiontape_replay(tape, recording):
 """
 
 
-def test_collecting_only_sets_nothing_up(project: Project, run: Run) -> None:
+def test_collecting_only_sets_nothing_up(project: Project) -> None:
     project.pytester.makeconftest(FREEZEGUN_AT_THE_END)
     project.record("corpus/a.jsonl")
-    result = run("corpus", "--collect-only", "-q", "-s")
+    fresh = project.pytester.runpytest_subprocess  # in this interpreter freezegun may be in
+    result = fresh("-p", "no:randomly", "corpus", "--collect-only", "-q", "-s")
     result.stdout.fnmatch_lines(["*a.jsonl::a*", "*freezegun imported at the end: False*"])
     # The same session run for real does set it up (the check above can fail).
-    run("corpus", "-q", "-s").stdout.fnmatch_lines(["*freezegun imported at the end: True*"])
+    result = fresh("-p", "no:randomly", "corpus", "-q", "-s")
+    result.stdout.fnmatch_lines(["*freezegun imported at the end: True*"])
