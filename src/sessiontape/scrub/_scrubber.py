@@ -57,6 +57,7 @@ class Scrubber:
         "_argv_memo",
         "_collapse",
         "_extra",
+        "_keys",
         "_last_env",
         "_memo",
         "_recent",
@@ -64,6 +65,7 @@ class Scrubber:
         "_roots",
         "_secret_memo",
         "_steps",
+        "_words",
     )
 
     def __init__(
@@ -89,6 +91,11 @@ class Scrubber:
         # safe across threads since each get or set is atomic; ``extra`` must be pure.
         self._memo: dict[str, str] = {}
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
+        # Each argv word scrubbed, and whether the word after it is a secret (``--token``,
+        # ``aws_secret_access_key``): words repeat across commands that differ.
+        self._words: dict[str, tuple[str, bool]] = {}
+        # Dict keys that are not secret names, scrubbed (JSON documents repeat their keys).
+        self._keys: dict[str, str] = {}
         # A program passes the same environment to call after call: the last one and its
         # scrubbed form, swapped as one tuple so that threads never see half of it.
         self._last_env: tuple[dict[str, str | None], dict[str, str | None]] | None = None
@@ -172,25 +179,21 @@ class Scrubber:
             return done
         out: list[str] = []
         value_is_secret = False
-        redact = self._redact
+        words = self._words
         for arg in argv:
             if value_is_secret and arg and not arg.startswith("-"):
                 out.append(REDACTED_MARK)
                 value_is_secret = False
                 continue
-            value_is_secret = False
-            if redact and arg.startswith("--") and len(arg) > 2:
-                name, eq, value = arg[2:].partition("=")
-                # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
-                if _OPTION_NAME.match(name) is not None and is_secret_option(name):
-                    if not eq:
-                        value_is_secret = True
-                    elif value:
-                        out.append(f"--{name}={REDACTED_MARK}")
-                        continue
-            elif redact and is_secret_config_key(arg):
-                value_is_secret = True
-            out.append(self.text(arg))
+            word = words.get(arg)
+            if word is None:
+                word = self._word(arg)
+                if len(arg) <= _MEMO_MAX_CHARS:
+                    if len(words) >= _MEMO_MAX_ENTRIES:
+                        words.clear()
+                    words[arg] = word
+            out.append(word[0])
+            value_is_secret = word[1]
         memo = self._argv_memo
         if len(memo) >= _MEMO_MAX_ENTRIES:
             memo.clear()
@@ -199,6 +202,21 @@ class Scrubber:
             memo[tuple(out)] = out  # idempotent: the result scrubs to itself
         self._remember(out)
         return out
+
+    def _word(self, arg: str) -> tuple[str, bool]:
+        """One argv word scrubbed, and whether the word after it is a secret value."""
+        if self._redact:
+            if arg.startswith("--") and len(arg) > 2:
+                name, eq, value = arg[2:].partition("=")
+                # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
+                if _OPTION_NAME.match(name) is not None and is_secret_option(name):
+                    if not eq:
+                        return self.text(arg), True
+                    if value:
+                        return f"--{name}={REDACTED_MARK}", False
+            elif is_secret_config_key(arg):
+                return self.text(arg), True
+        return self.text(arg), False
 
     def env(self, env: Mapping[str, str | None]) -> dict[str, str | None]:
         """Values of secret-named variables become ``[REDACTED]``; the rest are scrubbed as text.
@@ -277,32 +295,44 @@ class Scrubber:
     def _data(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self.text(obj)
-        # Replay scrubs every agent and store request and result: plain text and numbers
-        # are handled inline rather than through a recursive call each.
+        # Every agent and store request and result goes through here, on record and on
+        # replay: plain text and numbers are handled inline rather than through a
+        # recursive call each, and text's memo is looked up here to save the call on a hit.
         text = self.text
+        memo = self._memo
         if isinstance(obj, dict):
             out: dict[Any, Any] = {}
-            redact = self._redact
-            memo = self._memo  # text()'s own memo, looked up here to save the call on a hit
+            keys = self._keys
             for key, value in obj.items():
-                if isinstance(key, str):
-                    if redact and is_secret_name(key):
+                scrubbed_key = keys.get(key)
+                if scrubbed_key is None:
+                    if not isinstance(key, str):
+                        scrubbed_key = key
+                    elif self._redact and is_secret_name(key):
                         out[text(key)] = _redact_all(value)
                         continue
-                    done = memo.get(key) if len(key) <= _MEMO_MAX_CHARS else None
-                    key = text(key) if done is None else done
+                    else:
+                        scrubbed_key = text(key)
+                        if len(key) <= _MEMO_MAX_CHARS:
+                            if len(keys) >= _MEMO_MAX_ENTRIES:
+                                keys.clear()
+                            keys[key] = scrubbed_key
                 kind = type(value)
                 if kind is str:
-                    done = memo.get(value) if len(value) <= _MEMO_MAX_CHARS else None
-                    out[key] = text(value) if done is None else done
+                    done = memo.get(value)
+                    out[scrubbed_key] = text(value) if done is None else done
                 elif kind in LEAF_TYPES:
-                    out[key] = value
+                    out[scrubbed_key] = value
                 else:
-                    out[key] = self._data(value)
+                    out[scrubbed_key] = self._data(value)
             return out
         if isinstance(obj, list):
             return [
-                text(v) if type(v) is str else v if type(v) in LEAF_TYPES else self._data(v)
+                (done if (done := memo.get(v)) is not None else text(v))
+                if type(v) is str
+                else v
+                if type(v) in LEAF_TYPES
+                else self._data(v)
                 for v in obj
             ]
         if isinstance(obj, tuple):
