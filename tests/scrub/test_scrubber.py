@@ -80,3 +80,15 @@ def test_scrub_fields_names_only_the_fields_that_change() -> None:
         seq=1, ts_ns=1, mono_ns=1, operation="put", args=["a"], kwargs={"p": "/srv/app"}, result=[1]
     )
     assert scrub_fields(entry, scrubber) == {"kwargs": {"p": "{repo}"}}
+
+
+def test_long_texts_are_remembered_by_content_within_a_budget() -> None:
+    scrubber = Scrubber(ROOTS)
+    body = "line in /srv/app\n" * 200  # past the short-text memo
+    texts = [f"{i} {TOKEN} {body}" for i in range(400)]  # ~5 MB of inputs and results
+    expected = [Scrubber(ROOTS).text(t) for t in texts]
+    assert expected[0].startswith("0 [REDACTED:github] line in {repo}\n")
+    for _ in range(2):  # the second round finds some remembered, the budget forgot others
+        # A copy, equal but not the same object: found by content, not by identity.
+        assert [scrubber.text("".join(list(t))) for t in texts] == expected
+    assert scrubber._long_chars <= 2 * 1024 * 1024 + 2 * len(texts[0])

@@ -21,6 +21,10 @@ __all__ = ["Scrubber"]
 # Texts up to this length are remembered, up to this many (at most a few MB).
 _MEMO_MAX_CHARS: Final = 256
 _MEMO_MAX_ENTRIES: Final = 8192
+# Longer texts are remembered by content up to this length, and until the texts remembered
+# hold this many characters in all (inputs and results: a few MB), when they are forgotten.
+_LONG_MAX_CHARS: Final = 64 * 1024
+_LONG_BUDGET_CHARS: Final = 2 * 1024 * 1024
 # Results of this many recent scrubs (long texts, lists, dicts) are known by identity,
 # so that the write path's final pass over an entry (scrub_entry) finds the values the
 # boundary already scrubbed done at the cost of a dict lookup.
@@ -59,6 +63,8 @@ class Scrubber:
         "_extra",
         "_keys",
         "_last_env",
+        "_long",
+        "_long_chars",
         "_memo",
         "_recent",
         "_redact",
@@ -90,6 +96,8 @@ class Scrubber:
         # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
         # safe across threads since each get or set is atomic; ``extra`` must be pure.
         self._memo: dict[str, str] = {}
+        self._long: dict[str, str] = {}
+        self._long_chars = 0
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
         # Each argv word scrubbed, and whether the word after it is a secret (``--token``,
         # ``aws_secret_access_key``): words repeat across commands that differ.
@@ -109,25 +117,40 @@ class Scrubber:
 
     def text(self, s: str) -> str:
         """``s`` with token-shaped secrets redacted, roots collapsed, then ``extra`` applied."""
-        short = len(s) <= _MEMO_MAX_CHARS
-        if short:
+        size = len(s)
+        if size <= _MEMO_MAX_CHARS:
             done = self._memo.get(s)
             if done is not None:
                 return done
-        elif self._recent.get(id(s)) is s:
-            return s  # a long text this scrubber just produced: scrubbed already
-        out = s
-        for step in self._steps:
-            out = step(out)
-        if short:
+            out = s
+            for step in self._steps:
+                out = step(out)
             memo = self._memo
             if len(memo) >= _MEMO_MAX_ENTRIES:
                 memo.clear()
             memo[s] = out
             memo[out] = out  # scrubbing is idempotent: the result scrubs to itself
-        else:
-            self._remember(out)
-        return out
+            return out
+        if self._recent.get(id(s)) is s:
+            return s  # a long text this scrubber just produced: scrubbed already
+        # A program's outputs repeat too (git status, a log, a diff read again): a long
+        # text is looked up by its content, which costs a hash of it (about 0.2 us per KB
+        # when the text is new) where scanning it costs 1 to 10 us per KB.
+        done = self._long.get(s)
+        if done is None:
+            done = s
+            for step in self._steps:
+                done = step(done)
+            if size <= _LONG_MAX_CHARS:
+                long = self._long
+                if self._long_chars > _LONG_BUDGET_CHARS:
+                    long.clear()
+                    self._long_chars = 0
+                long[s] = done
+                long[done] = done
+                self._long_chars += size + len(done)
+        self._remember(done)
+        return done
 
     def secrets(self, s: str) -> str:
         """``s`` with secrets redacted (and ``extra`` applied), paths left as they are.
