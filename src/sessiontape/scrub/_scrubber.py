@@ -46,6 +46,22 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
+def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, bool]:
+    """One argv word scrubbed, and whether the word after it is a secret value."""
+    if redact:
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, value = arg[2:].partition("=")
+            # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
+            if _OPTION_NAME.match(name) is not None and is_secret_option(name):
+                if not eq:
+                    return text(arg), True
+                if value:
+                    return f"--{name}={REDACTED_MARK}", False
+        elif is_secret_config_key(arg):
+            return text(arg), True
+    return text(arg), False
+
+
 @final
 class Scrubber:
     """What the recorder applies to every payload: redaction, then path placeholders.
@@ -99,8 +115,7 @@ class Scrubber:
         self._long: dict[str, str] = {}
         self._long_chars = 0
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
-        # Each argv word scrubbed, and whether the word after it is a secret (``--token``,
-        # ``aws_secret_access_key``): words repeat across commands that differ.
+        # Each argv word scrubbed, and whether the word after it is a secret (``--token``).
         self._words: dict[str, tuple[str, bool]] = {}
         # Dict keys that are not secret names, scrubbed (JSON documents repeat their keys).
         self._keys: dict[str, str] = {}
@@ -117,8 +132,7 @@ class Scrubber:
 
     def text(self, s: str) -> str:
         """``s`` with token-shaped secrets redacted, roots collapsed, then ``extra`` applied."""
-        size = len(s)
-        if size <= _MEMO_MAX_CHARS:
+        if len(s) <= _MEMO_MAX_CHARS:
             done = self._memo.get(s)
             if done is not None:
                 return done
@@ -133,22 +147,21 @@ class Scrubber:
             return out
         if self._recent.get(id(s)) is s:
             return s  # a long text this scrubber just produced: scrubbed already
-        # A program's outputs repeat too (git status, a log, a diff read again): a long
-        # text is looked up by its content, which costs a hash of it (about 0.2 us per KB
-        # when the text is new) where scanning it costs 1 to 10 us per KB.
+        # Outputs repeat too (a status, a diff read again): a long text is found by content
+        # for a hash of it (0.2 us per KB if new) where scanning it costs 1 to 10 us per KB.
         done = self._long.get(s)
         if done is None:
             done = s
             for step in self._steps:
                 done = step(done)
-            if size <= _LONG_MAX_CHARS:
+            if len(s) <= _LONG_MAX_CHARS:
                 long = self._long
                 if self._long_chars > _LONG_BUDGET_CHARS:
                     long.clear()
                     self._long_chars = 0
                 long[s] = done
                 long[done] = done
-                self._long_chars += size + len(done)
+                self._long_chars += len(s) + len(done)
         self._remember(done)
         return done
 
@@ -210,7 +223,7 @@ class Scrubber:
                 continue
             word = words.get(arg)
             if word is None:
-                word = self._word(arg)
+                word = _argv_word(self.text, self._redact, arg)
                 if len(arg) <= _MEMO_MAX_CHARS:
                     if len(words) >= _MEMO_MAX_ENTRIES:
                         words.clear()
@@ -225,21 +238,6 @@ class Scrubber:
             memo[tuple(out)] = out  # idempotent: the result scrubs to itself
         self._remember(out)
         return out
-
-    def _word(self, arg: str) -> tuple[str, bool]:
-        """One argv word scrubbed, and whether the word after it is a secret value."""
-        if self._redact:
-            if arg.startswith("--") and len(arg) > 2:
-                name, eq, value = arg[2:].partition("=")
-                # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
-                if _OPTION_NAME.match(name) is not None and is_secret_option(name):
-                    if not eq:
-                        return self.text(arg), True
-                    if value:
-                        return f"--{name}={REDACTED_MARK}", False
-            elif is_secret_config_key(arg):
-                return self.text(arg), True
-        return self.text(arg), False
 
     def env(self, env: Mapping[str, str | None]) -> dict[str, str | None]:
         """Values of secret-named variables become ``[REDACTED]``; the rest are scrubbed as text.
