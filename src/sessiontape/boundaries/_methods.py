@@ -1,7 +1,7 @@
 """The method-call mechanism behind the agent, store and user-defined boundaries.
 
 Such a boundary wraps an object and a list of its method names. Recording, each call of a
-named method becomes one entry (built by the boundary's :data:`EntryMaker`); other
+named method becomes one entry (made from the boundary's :data:`EntryTemplate`); other
 attributes pass through. On replay a *substitute* boundary answers each call from the tape
 without calling anything, and a *verify* boundary runs the real method, in the recorded
 order, and compares its result with the tape.

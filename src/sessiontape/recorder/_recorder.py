@@ -2,9 +2,13 @@
 
 A :class:`Recorder` owns one cassette. Boundaries ask it to :meth:`~Recorder.open` a call
 (which reserves the call's seq and notes when, where and inside which call it started),
-build their entry from the call's outcome, and hand it to :meth:`~Recorder.write`. Every
-value a boundary records goes through :meth:`~Recorder.data` (JSON-ready, scrubbed) or the
-payload codec (levels, digests, scrubbed text) first, so nothing unscrubbed reaches disk.
+build their entry from the call's outcome, and hand it to :meth:`~Recorder.write`, which
+scrubs every entry (``scrub.scrub_entry``) before it is encoded: nothing unscrubbed
+reaches disk. Values are made JSON-ready first, by :meth:`~Recorder.convert` (and
+:meth:`~Recorder.convert_call` for a method call's arguments and result, in one
+conversion), or :meth:`~Recorder.data` (converted and scrubbed at once); payloads go
+through the codec (levels, digests, scrubbed text), which must see them scrubbed before it
+decides to keep them inline or in the sidecar.
 
 Recording is observability, never the critical path: whatever goes wrong inside it (an
 unwritable directory, a full disk, a value with no JSON form) gives one
