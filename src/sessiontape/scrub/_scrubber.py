@@ -69,7 +69,7 @@ class Scrubber:
     ``roots`` gives the placeholders (None: paths stay as they are). ``redact=False`` turns
     every redaction off. ``extra`` functions run last on every text, after the built-in
     redaction: that is how the ``sessiontape_scrubbers`` hook adds a project's own rules.
-    They must be pure functions, as short texts are scrubbed once and then remembered. The
+    They must be pure functions, as a text is scrubbed once and then remembered. The
     same scrubber scrubs today's requests on replay, so both sides compare alike.
     """
 
