@@ -10,13 +10,14 @@ complete boundary: copy it to add one of your own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from ..cassette import BOUNDARY_AGENT, AgentTurn, CallEntry, Entry, Usage
+from msgspec.structs import replace
+
+from ..cassette import BOUNDARY_AGENT, AgentTurn, CallEntry, Usage
 from ..replayer import resolve_result_type
 from ..scrub import qualname
 from ._methods import (
-    EntryMaker,
     method_names,
     recording_proxy,
     substitute_proxy,
@@ -31,17 +32,29 @@ def recording_agent(
 ) -> Any:
     """``adapter`` with each call of ``method`` recorded as an :class:`AgentTurn`."""
 
-    def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
-        return AgentTurn(
-            **fields,
-            agent=name,
-            method=method,
-            result_type=None if failed else qualname(type(result)),
-            usage=extract_usage(fields["result"]),
-        )
+    def template(method: str) -> CallEntry:
+        return AgentTurn(seq=0, ts_ns=0, mono_ns=0, agent=name, method=method)
 
-    maker: EntryMaker = make
-    return recording_proxy(rec, adapter, name, method_names(method), maker)
+    def complete(entry: CallEntry, data: Any, result: Any) -> CallEntry:
+        if cast(AgentTurn, entry).error is not None:
+            return entry
+        return replace(entry, result_type=_result_type(type(result)), usage=extract_usage(data))
+
+    return recording_proxy(rec, adapter, name, method_names(method), template, complete)
+
+
+# An agent returns results of a type or two, named on every turn.
+_RESULT_TYPES: Final[dict[type, str]] = {}
+
+
+def _result_type(result_type: type) -> str:
+    """The recorded name of a result's type."""
+    name = _RESULT_TYPES.get(result_type)
+    if name is None:
+        if len(_RESULT_TYPES) >= 256:
+            _RESULT_TYPES.clear()
+        name = _RESULT_TYPES[result_type] = qualname(result_type)
+    return name
 
 
 def replaying_agent(

@@ -49,6 +49,11 @@ class RecordSide(Protocol):
     def data(self, value: Any, what: str) -> Any:
         """``value`` as scrubbed JSON data (``what`` names it in a warning)."""
 
+    def convert_call(
+        self, label: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> tuple[list[Any], dict[str, Any], Any]:
+        """A method call's arguments and result as JSON data, scrubbed on the write path."""
+
 
 class ReplaySide(Protocol):
     """The replay engine as a boundary's replay side sees it."""

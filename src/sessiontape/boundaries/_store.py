@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import UsageError
-from ..cassette import BOUNDARY_STORE, Entry, ErrorInfo, StoreMutation, StoreSnapshot
+from ..cassette import BOUNDARY_STORE, CallEntry, ErrorInfo, StoreMutation, StoreSnapshot
 from ..recorder import common_fields
 from ..scrub import error_info, expand_data
 from ._methods import method_names, recording_proxy, verify_proxy
@@ -42,10 +42,10 @@ def recording_store(
         fields = common_fields(opened)
         rec.write(StoreSnapshot(**fields, store=name, data=data, error=err))
 
-    def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
-        return StoreMutation(**fields, store=name, operation=method)
+    def template(method: str) -> CallEntry:
+        return StoreMutation(seq=0, ts_ns=0, mono_ns=0, store=name, operation=method)
 
-    return recording_proxy(rec, store, name, method_names(mutations), make)
+    return recording_proxy(rec, store, name, method_names(mutations), template)
 
 
 def replaying_store(

@@ -18,7 +18,7 @@ from ..cassette import (
     BOUNDARY_STORE,
     BoundaryKind,
     Call,
-    Entry,
+    CallEntry,
 )
 from ._methods import (
     method_names,
@@ -54,10 +54,10 @@ def recording_boundary(
         raise UsageError(f"tape.boundary({name!r}) needs the object to record.")
     check_name(name)
 
-    def make(fields: dict[str, Any], method: str, result: Any, failed: bool) -> Entry:
-        return Call(**fields, boundary=name, method=method, mode=kind.value)
+    def template(method: str) -> CallEntry:
+        return Call(seq=0, ts_ns=0, mono_ns=0, boundary=name, method=method, mode=kind.value)
 
-    return recording_proxy(rec, obj, name, method_names(methods), make)
+    return recording_proxy(rec, obj, name, method_names(methods), template)
 
 
 def replaying_boundary(

@@ -294,7 +294,7 @@ class CassetteWriter:
         if self._fd is None:
             return
         try:
-            data = encode_entry(entry)
+            data = _ENCODER.encode(entry) + b"\n"
         except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
             with self._lock:
                 if self._fd is not None:
@@ -327,11 +327,17 @@ class CassetteWriter:
     def _write_pending(self) -> None:
         """Write the pending lines (the lock is held)."""
         pending = self._pending
-        if not pending:
-            return
         # Only appends happen outside the lock: the lines counted here are all there.
-        take = pending.popleft
-        batch = [take() for _ in range(len(pending))]
+        count = len(pending)
+        if count == 0:
+            return
+        if count == 1:  # the usual case: one thread's own line
+            batch = [pending.popleft()]
+            data = batch[0][2]
+        else:
+            take = pending.popleft
+            batch = [take() for _ in range(count)]
+            data = b"".join([line for _, _, line in batch])
         fd = self._fd
         if fd is None:  # the writer stopped meanwhile: nothing more is written
             return
@@ -340,7 +346,6 @@ class CassetteWriter:
             self._next_check = now + CHECK_EVERY_NS
             if not self._check_locked(fd):
                 return
-        data = batch[0][2] if len(batch) == 1 else b"".join([line for _, _, line in batch])
         written = 0
         try:
             written = _write(fd, data)

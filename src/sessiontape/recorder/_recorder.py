@@ -2,9 +2,13 @@
 
 A :class:`Recorder` owns one cassette. Boundaries ask it to :meth:`~Recorder.open` a call
 (which reserves the call's seq and notes when, where and inside which call it started),
-build their entry from the call's outcome, and hand it to :meth:`~Recorder.write`. Every
-value a boundary records goes through :meth:`~Recorder.data` (JSON-ready, scrubbed) or the
-payload codec (levels, digests, scrubbed text) first, so nothing unscrubbed reaches disk.
+build their entry from the call's outcome, and hand it to :meth:`~Recorder.write`, which
+scrubs every entry (``scrub.scrub_entry``) before it is encoded: nothing unscrubbed
+reaches disk. Values are made JSON-ready first, by :meth:`~Recorder.convert` (and
+:meth:`~Recorder.convert_call` for a method call's arguments and result, in one
+conversion), or :meth:`~Recorder.data` (converted and scrubbed at once); payloads go
+through the codec (levels, digests, scrubbed text), which must see them scrubbed before it
+decides to keep them inline or in the sidecar.
 
 Recording is observability, never the critical path: whatever goes wrong inside it (an
 unwritable directory, a full disk, a value with no JSON form) gives one
@@ -197,20 +201,57 @@ class Recorder:
             self._warned.add(key)
             warnings.warn(f"sessiontape: {message}", RecordingWarning, stacklevel=4)
 
-    def data(self, value: Any, what: str) -> Any:
-        """``value`` as scrubbed JSON data; an unencodable value becomes its repr."""
+    def convert(self, value: Any, what: str) -> Any:
+        """``value`` as JSON data, not scrubbed yet: for a field the write path scrubs.
+
+        ``None`` at level ``minimal``; an unencodable value becomes its repr (one warning
+        per ``what``).
+        """
         if self.level is Level.MINIMAL:
             return None
         try:
-            data = to_data(value)
+            return to_data(value)
         except Unencodable as exc:
-            self.warn_once(
-                f"unencodable:{what}",
-                f"{what} has no JSON form ({exc}); it was recorded as its repr and will not "
-                "replay. Make it a dataclass, msgspec Struct or plain data.",
+            return self._unencodable(value, what, exc)
+
+    def convert_call(
+        self, label: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> tuple[list[Any], dict[str, Any], Any]:
+        """A method call's arguments and result as JSON data, not scrubbed yet (the write
+        path scrubs them with the rest of the call's entry), in one conversion."""
+        if self.level is Level.MINIMAL:
+            return [], {}, None
+        try:
+            if not kwargs:
+                if result is None:
+                    return to_data(args), {}, None
+                converted_args, converted = to_data((args, result))
+                return converted_args, {}, converted
+            converted_args, converted_kwargs, converted = to_data((args, kwargs, result))
+        except Unencodable:
+            # Say which part has no JSON form (the arguments or the result), and keep the
+            # arguments a list and a dict, each value that has no JSON form its repr: the
+            # entry must still load.
+            arguments = f"{label} arguments"
+            return (
+                [self.convert(arg, arguments) for arg in args],
+                {str(key): self.convert(value, arguments) for key, value in kwargs.items()},
+                self.convert(result, label),
             )
-            return {"$repr": repr(value)}
-        return self.scrubber.data(data)
+        return converted_args, converted_kwargs, converted
+
+    def data(self, value: Any, what: str) -> Any:
+        """``value`` as scrubbed JSON data; an unencodable value becomes its repr."""
+        data = self.convert(value, what)
+        return None if data is None else self.scrubber.data(data)
+
+    def _unencodable(self, value: Any, what: str, exc: Unencodable) -> Any:
+        self.warn_once(
+            f"unencodable:{what}",
+            f"{what} has no JSON form ({exc}); it was recorded as its repr and will not "
+            "replay. Make it a dataclass, msgspec Struct or plain data.",
+        )
+        return {"$repr": repr(value)}
 
     # -- ending -----------------------------------------------------------------------
 

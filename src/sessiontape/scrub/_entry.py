@@ -15,6 +15,7 @@ names the application chose, which replay matches on; they are written as they a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -65,7 +66,8 @@ SCRUBBED_FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
 }
 
 
-def _error(info: ErrorInfo, scrubber: Scrubber) -> ErrorInfo:
+def _error(scrubber: Scrubber, info: ErrorInfo) -> ErrorInfo:
+    """An error's message and traceback redacted (paths kept: replay raises them again)."""
     message = scrubber.secrets(info.message)
     traceback = scrubber.secrets(info.traceback) if info.traceback is not None else None
     if message == info.message and traceback == info.traceback:
@@ -73,25 +75,13 @@ def _error(info: ErrorInfo, scrubber: Scrubber) -> ErrorInfo:
     return msgspec.structs.replace(info, message=message, traceback=traceback)
 
 
-def _scrub(kind: str, value: Any, scrubber: Scrubber) -> Any:
-    """``value`` of a field scrubbed as its ``kind`` (see :data:`SCRUBBED_FIELDS`) says."""
-    if kind == "data":
-        return scrubber.data(value)
-    if kind == "text":
-        return scrubber.text(value)
-    if kind == "payload":
-        # A Blob holds bytes that are not UTF-8 text, or only a digest: nothing to read.
-        return scrubber.text(value) if isinstance(value, str) else value
-    if kind == "argv":
-        return scrubber.argv(value)
-    if kind == "env":
-        return scrubber.env(value)
-    if kind == "chunks":
-        return _chunks(value, scrubber)
-    return _error(value, scrubber)
+def _payload(scrubber: Scrubber, value: Any) -> Any:
+    """A payload's text scrubbed; a Blob holds bytes that are not UTF-8 text, or only a
+    digest: nothing to read."""
+    return scrubber.text(value) if isinstance(value, str) else value
 
 
-def _chunks(chunks: list[Chunk], scrubber: Scrubber) -> list[Chunk]:
+def _chunks(scrubber: Scrubber, chunks: list[Chunk]) -> list[Chunk]:
     """A conversation's chunks, each one's text scrubbed (the same list when none changes)."""
     out = [
         c if not isinstance(c.data, str) else msgspec.structs.replace(c, data=scrubber.text(c.data))
@@ -100,25 +90,47 @@ def _chunks(chunks: list[Chunk], scrubber: Scrubber) -> list[Chunk]:
     return chunks if all(a is b or a == b for a, b in zip(out, chunks, strict=True)) else out
 
 
-def scrub_fields(entry: Entry, scrubber: Scrubber) -> dict[str, Any]:
-    """The fields of ``entry`` that scrubbing changes, with their scrubbed values.
+#: How each kind of :data:`SCRUBBED_FIELDS` is scrubbed.
+_SCRUB_KIND: Final[dict[str, Callable[[Scrubber, Any], Any]]] = {
+    "data": Scrubber.data,
+    "text": Scrubber.text,
+    "payload": _payload,
+    "argv": Scrubber.argv,
+    "env": Scrubber.env,
+    "chunks": _chunks,
+    "error": _error,
+}
+# SCRUBBED_FIELDS with each kind's function looked up once, not per recorded entry.
+_PLANS: Final = {
+    entry_type: tuple((field, _SCRUB_KIND[kind]) for field, kind in fields)
+    for entry_type, fields in SCRUBBED_FIELDS.items()
+}
 
-    This runs on every recorded entry: an empty value (no text, nothing in it) and a value
-    this scrubber just returned are passed over before any dispatch.
-    """
+
+def scrub_fields(entry: Entry, scrubber: Scrubber) -> dict[str, Any]:
+    """The fields of ``entry`` that scrubbing changes, with their scrubbed values."""
     changed: dict[str, Any] = {}
-    scrubbed = scrubber.scrubbed
-    for field, kind in SCRUBBED_FIELDS[type(entry)]:
+    for field, scrub in _PLANS[type(entry)]:
         old = getattr(entry, field)
-        if not old or scrubbed(old):
-            continue
-        new = _scrub(kind, old, scrubber)
-        if new is not old and new != old:
-            changed[field] = new
+        if old:  # an empty value (no text, nothing in it) holds nothing to scrub
+            new = scrub(scrubber, old)
+            if new is not old and new != old:
+                changed[field] = new
     return changed
 
 
 def scrub_entry(entry: Entry, scrubber: Scrubber) -> Entry:
-    """``entry`` with every recorded value scrubbed (the entry itself when nothing changes)."""
-    changed = scrub_fields(entry, scrubber)
-    return msgspec.structs.replace(entry, **changed) if changed else entry
+    """``entry`` with every recorded value scrubbed (the entry itself when nothing changes).
+
+    This runs on every recorded entry. A value comes back as it is when scrubbing leaves
+    it alone and the scrubber knows it (a short text, a value it just returned); a new
+    one, equal or not, simply takes its place, which costs less than comparing them.
+    """
+    scrubbed: dict[str, Any] = {}
+    for field, scrub in _PLANS[type(entry)]:
+        old = getattr(entry, field)
+        if old:
+            new = scrub(scrubber, old)
+            if new is not old:
+                scrubbed[field] = new
+    return msgspec.structs.replace(entry, **scrubbed) if scrubbed else entry

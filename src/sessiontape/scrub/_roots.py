@@ -16,10 +16,14 @@ from .._errors import UsageError
 
 __all__ = ["LEAF_TYPES", "PathRoots", "expand_data"]
 
-# A character that can continue a path component: ``/rootfs`` is not ``{home}fs`` for
-# home ``/root``, and ``/var/tmp`` does not hold ``{tmp}``.
-_PATH_CHAR: Final = r"[\w.~+@%#$!=-]"
-_PATH_CHAR_BEFORE: Final = r"[\w.~+@%#$!-]"  # ``--dir=/tmp/x`` holds ``{tmp}``
+# Characters besides letters, digits and "_" that continue a path component: ``/rootfs``
+# is not ``{home}fs`` for home ``/root``, and ``/var/tmp`` does not hold ``{tmp}``. Before
+# a root "=" does not (``--dir=/tmp/x`` holds ``{tmp}``); after it, it does.
+_PATH_PUNCT_BEFORE: Final = frozenset("_.~+@%#$!-")
+_PATH_PUNCT_AFTER: Final = _PATH_PUNCT_BEFORE | {"="}
+# A "/" that starts a path component (nothing path-like before it): where a POSIX root can
+# start. It begins with its literal, so the engine scans for "/" at C speed.
+_PATH_START: Final = re.compile(r"/(?<![\w.~+@%#$!-]/)")
 _ROOT_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _DRIVE: Final = re.compile(r"[A-Za-z]:\Z")
 
@@ -35,6 +39,26 @@ def _normalize_root(path: str) -> str:
 def _is_absolute(path: str) -> bool:
     """Absolute on POSIX or on Windows: a cassette may come from either."""
     return path.startswith(("/", "\\")) or (len(path) > 2 and path[1] == ":" and path[2] in "/\\")
+
+
+def _root_at(text: str, at: int, spellings: tuple[str, ...]) -> str | None:
+    """The longest of ``spellings`` that is a whole path at ``text[at:]``, if any."""
+    if at and (text[at - 1].isalnum() or text[at - 1] in _PATH_PUNCT_BEFORE):
+        return None  # inside a longer path component: /data/srv/app is not {repo}
+    for spelling in spellings:
+        if text.startswith(spelling, at):
+            end = at + len(spelling)
+            if end == len(text) or not (text[end].isalnum() or text[end] in _PATH_PUNCT_AFTER):
+                return spelling
+    return None
+
+
+def _positions(text: str, sub: str) -> Iterator[int]:
+    """Every index of ``sub`` in ``text``."""
+    at = text.find(sub)
+    while at >= 0:
+        yield at
+        at = text.find(sub, at + 1)
 
 
 def _git_toplevel(start: str) -> str | None:
@@ -58,7 +82,7 @@ class PathRoots:
     are ignored, so ``{"home": ""}`` switches a default root off.
     """
 
-    __slots__ = ("_collapse_re", "_expand_re", "_placeholders", "_roots")
+    __slots__ = ("_by_prefix", "_expand_re", "_placeholders", "_posix", "_roots")
 
     def __init__(self, roots: Mapping[str, str | os.PathLike[str]]) -> None:
         self._roots: dict[str, str] = {}
@@ -83,24 +107,18 @@ class PathRoots:
         self._placeholders: dict[str, str] = {}
         for spelling, name in self._forms():
             self._placeholders.setdefault(spelling, "{" + name + "}")
-        if self._placeholders:
-            # Grouped by first character, so the engine finds candidates with a fast scan
-            # for that character (usually just "/"), then tries the spellings longest first.
-            by_first: dict[str, list[str]] = {}
-            for spelling in sorted(self._placeholders, key=len, reverse=True):
-                by_first.setdefault(spelling[0], []).append(re.escape(spelling[1:]))
-            alternatives = "|".join(
-                f"{re.escape(c)}(?<!{_PATH_CHAR_BEFORE}{re.escape(c)})(?:{'|'.join(rests)})"
-                for c, rests in by_first.items()
-            )
-            # One capturing group: split() hands back the roots found, all in C.
-            self._collapse_re: re.Pattern[str] | None = re.compile(
-                f"((?:{alternatives}))(?!{_PATH_CHAR})"
-            )
-            names = "|".join(re.escape(n) for n in self._roots)
-            self._expand_re: re.Pattern[str] | None = re.compile(r"\{(" + names + r")\}")
-        else:
-            self._collapse_re = self._expand_re = None
+        # Grouped by their first two characters (every spelling has two or more), longest
+        # first: where a path starts, only the roots starting with its first two
+        # characters are tried, and the longest of them that is a whole path wins.
+        self._by_prefix: dict[str, tuple[str, ...]] = {}
+        for spelling in sorted(self._placeholders, key=len, reverse=True):
+            prefix = spelling[:2]
+            self._by_prefix[prefix] = (*self._by_prefix.get(prefix, ()), spelling)
+        # Whether every root starts with "/" (POSIX roots only): the usual case.
+        self._posix = all(prefix[0] == "/" for prefix in self._by_prefix)
+        # Compiled when first asked for: recording never expands, and compiling a pattern
+        # per set of roots is most of what building them would cost.
+        self._expand_re: re.Pattern[str] | None = None
 
     def _forms(self) -> Iterator[tuple[str, str]]:
         """(spelling, name) for every root: as given, symlinks resolved, ``/`` for ``\\``."""
@@ -140,24 +158,69 @@ class PathRoots:
     def collapse(self, text: str) -> str:
         """``text`` with every root path written as its placeholder: ``{repo}/src``.
 
-        A root is found only where it is a whole path: ``/rootfs`` keeps ``/root``.
+        A root is found only where it is a whole path: ``/rootfs`` keeps ``/root``. Where
+        several roots start at one place, the longest wins; the text is read from the left
+        and a root found is not searched again for others.
         """
-        pattern = self._collapse_re
-        if pattern is None:
-            return text
-        # split() is the cheap check too: with no root in the text it returns [text].
-        parts = pattern.split(text)
-        if len(parts) == 1:
+        by_prefix = self._by_prefix
+        if self._posix:
+            # A text without "/" holds no root; else only a "/" that starts a path
+            # component can start one (found by a pattern compiled once, whatever the
+            # roots: compiling one per set of roots would cost more than a recording's
+            # first hundred calls).
+            if "/" not in text:
+                return text
+            found: list[tuple[int, str]] = []
+            starts = _PATH_START.search(text)
+            while starts is not None:
+                at = starts.start()
+                spellings = by_prefix.get(text[at : at + 2])
+                spelling = _root_at(text, at, spellings) if spellings is not None else None
+                if spelling is None:
+                    starts = _PATH_START.search(text, at + 1)
+                else:
+                    found.append((at, spelling))
+                    starts = _PATH_START.search(text, at + len(spelling))
+        else:
+            found = self._found_anywhere(text)
+        if not found:
             return text
         table = self._placeholders
-        parts[1::2] = [table[found] for found in parts[1::2]]
+        parts: list[str] = []
+        done = 0  # text[:done] is in parts
+        for at, spelling in found:
+            parts.append(text[done:at])
+            parts.append(table[spelling])
+            done = at + len(spelling)
+        parts.append(text[done:])
         return "".join(parts)
+
+    def _found_anywhere(self, text: str) -> list[tuple[int, str]]:
+        """(where, spelling) of each root in ``text``, in text order, for roots that do not
+        all start with "/" (a Windows drive): every place a root's first two characters
+        occur is a candidate."""
+        candidates = sorted(
+            (at, prefix) for prefix in self._by_prefix for at in _positions(text, prefix)
+        )
+        found: list[tuple[int, str]] = []
+        done = 0
+        for at, prefix in candidates:
+            if at < done:
+                continue
+            spelling = _root_at(text, at, self._by_prefix[prefix])
+            if spelling is not None:
+                found.append((at, spelling))
+                done = at + len(spelling)
+        return found
 
     def expand(self, text: str) -> str:
         """``text`` with every known placeholder replaced by today's root; others stay."""
-        pattern = self._expand_re
-        if pattern is None or "{" not in text:
+        if "{" not in text or not self._roots:
             return text
+        pattern = self._expand_re
+        if pattern is None:
+            names = "|".join(re.escape(n) for n in self._roots)
+            pattern = self._expand_re = re.compile(r"\{(" + names + r")\}")
         parts = pattern.split(text)
         if len(parts) == 1:
             return text

@@ -21,6 +21,10 @@ __all__ = ["Scrubber"]
 # Texts up to this length are remembered, up to this many (at most a few MB).
 _MEMO_MAX_CHARS: Final = 256
 _MEMO_MAX_ENTRIES: Final = 8192
+# Longer texts are remembered by content up to this length, and until the texts remembered
+# hold this many characters in all (inputs and results: a few MB), when they are forgotten.
+_LONG_MAX_CHARS: Final = 64 * 1024
+_LONG_BUDGET_CHARS: Final = 2 * 1024 * 1024
 # Results of this many recent scrubs (long texts, lists, dicts) are known by identity,
 # so that the write path's final pass over an entry (scrub_entry) finds the values the
 # boundary already scrubbed done at the cost of a dict lookup.
@@ -42,6 +46,22 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
+def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, bool]:
+    """One argv word scrubbed, and whether the word after it is a secret value."""
+    if redact:
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, value = arg[2:].partition("=")
+            # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
+            if _OPTION_NAME.match(name) is not None and is_secret_option(name):
+                if not eq:
+                    return text(arg), True
+                if value:
+                    return f"--{name}={REDACTED_MARK}", False
+        elif is_secret_config_key(arg):
+            return text(arg), True
+    return text(arg), False
+
+
 @final
 class Scrubber:
     """What the recorder applies to every payload: redaction, then path placeholders.
@@ -49,7 +69,7 @@ class Scrubber:
     ``roots`` gives the placeholders (None: paths stay as they are). ``redact=False`` turns
     every redaction off. ``extra`` functions run last on every text, after the built-in
     redaction: that is how the ``sessiontape_scrubbers`` hook adds a project's own rules.
-    They must be pure functions, as short texts are scrubbed once and then remembered. The
+    They must be pure functions, as a text is scrubbed once and then remembered. The
     same scrubber scrubs today's requests on replay, so both sides compare alike.
     """
 
@@ -57,13 +77,17 @@ class Scrubber:
         "_argv_memo",
         "_collapse",
         "_extra",
+        "_keys",
         "_last_env",
+        "_long",
+        "_long_chars",
         "_memo",
         "_recent",
         "_redact",
         "_roots",
         "_secret_memo",
         "_steps",
+        "_words",
     )
 
     def __init__(
@@ -88,7 +112,13 @@ class Scrubber:
         # them makes a repeat one dict lookup instead of two regex scans. Bounded, and
         # safe across threads since each get or set is atomic; ``extra`` must be pure.
         self._memo: dict[str, str] = {}
+        self._long: dict[str, str] = {}
+        self._long_chars = 0
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
+        # Each argv word scrubbed, and whether the word after it is a secret (``--token``).
+        self._words: dict[str, tuple[str, bool]] = {}
+        # Dict keys that are not secret names, scrubbed (JSON documents repeat their keys).
+        self._keys: dict[str, str] = {}
         # A program passes the same environment to call after call: the last one and its
         # scrubbed form, swapped as one tuple so that threads never see half of it.
         self._last_env: tuple[dict[str, str | None], dict[str, str | None]] | None = None
@@ -102,25 +132,38 @@ class Scrubber:
 
     def text(self, s: str) -> str:
         """``s`` with token-shaped secrets redacted, roots collapsed, then ``extra`` applied."""
-        short = len(s) <= _MEMO_MAX_CHARS
-        if short:
+        if len(s) <= _MEMO_MAX_CHARS:
             done = self._memo.get(s)
             if done is not None:
                 return done
-        elif self._recent.get(id(s)) is s:
-            return s  # a long text this scrubber just produced: scrubbed already
-        out = s
-        for step in self._steps:
-            out = step(out)
-        if short:
+            out = s
+            for step in self._steps:
+                out = step(out)
             memo = self._memo
             if len(memo) >= _MEMO_MAX_ENTRIES:
                 memo.clear()
             memo[s] = out
             memo[out] = out  # scrubbing is idempotent: the result scrubs to itself
-        else:
-            self._remember(out)
-        return out
+            return out
+        if self._recent.get(id(s)) is s:
+            return s  # a long text this scrubber just produced: scrubbed already
+        # Outputs repeat too (a status, a diff read again): a long text is found by content
+        # for a hash of it (0.2 us per KB if new) where scanning it costs 1 to 10 us per KB.
+        done = self._long.get(s)
+        if done is None:
+            done = s
+            for step in self._steps:
+                done = step(done)
+            if len(s) <= _LONG_MAX_CHARS:
+                long = self._long
+                if self._long_chars > _LONG_BUDGET_CHARS:
+                    long.clear()
+                    self._long_chars = 0
+                long[s] = done
+                long[done] = done
+                self._long_chars += len(s) + len(done)
+        self._remember(done)
+        return done
 
     def secrets(self, s: str) -> str:
         """``s`` with secrets redacted (and ``extra`` applied), paths left as they are.
@@ -172,25 +215,21 @@ class Scrubber:
             return done
         out: list[str] = []
         value_is_secret = False
-        redact = self._redact
+        words = self._words
         for arg in argv:
             if value_is_secret and arg and not arg.startswith("-"):
                 out.append(REDACTED_MARK)
                 value_is_secret = False
                 continue
-            value_is_secret = False
-            if redact and arg.startswith("--") and len(arg) > 2:
-                name, eq, value = arg[2:].partition("=")
-                # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
-                if _OPTION_NAME.match(name) is not None and is_secret_option(name):
-                    if not eq:
-                        value_is_secret = True
-                    elif value:
-                        out.append(f"--{name}={REDACTED_MARK}")
-                        continue
-            elif redact and is_secret_config_key(arg):
-                value_is_secret = True
-            out.append(self.text(arg))
+            word = words.get(arg)
+            if word is None:
+                word = _argv_word(self.text, self._redact, arg)
+                if len(arg) <= _MEMO_MAX_CHARS:
+                    if len(words) >= _MEMO_MAX_ENTRIES:
+                        words.clear()
+                    words[arg] = word
+            out.append(word[0])
+            value_is_secret = word[1]
         memo = self._argv_memo
         if len(memo) >= _MEMO_MAX_ENTRIES:
             memo.clear()
@@ -277,32 +316,44 @@ class Scrubber:
     def _data(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self.text(obj)
-        # Replay scrubs every agent and store request and result: plain text and numbers
-        # are handled inline rather than through a recursive call each.
+        # Every agent and store request and result goes through here, on record and on
+        # replay: plain text and numbers are handled inline rather than through a
+        # recursive call each, and text's memo is looked up here to save the call on a hit.
         text = self.text
+        memo = self._memo
         if isinstance(obj, dict):
             out: dict[Any, Any] = {}
-            redact = self._redact
-            memo = self._memo  # text()'s own memo, looked up here to save the call on a hit
+            keys = self._keys
             for key, value in obj.items():
-                if isinstance(key, str):
-                    if redact and is_secret_name(key):
+                scrubbed_key = keys.get(key)
+                if scrubbed_key is None:
+                    if not isinstance(key, str):
+                        scrubbed_key = key
+                    elif self._redact and is_secret_name(key):
                         out[text(key)] = _redact_all(value)
                         continue
-                    done = memo.get(key) if len(key) <= _MEMO_MAX_CHARS else None
-                    key = text(key) if done is None else done
+                    else:
+                        scrubbed_key = text(key)
+                        if len(key) <= _MEMO_MAX_CHARS:
+                            if len(keys) >= _MEMO_MAX_ENTRIES:
+                                keys.clear()
+                            keys[key] = scrubbed_key
                 kind = type(value)
                 if kind is str:
-                    done = memo.get(value) if len(value) <= _MEMO_MAX_CHARS else None
-                    out[key] = text(value) if done is None else done
+                    done = memo.get(value)
+                    out[scrubbed_key] = text(value) if done is None else done
                 elif kind in LEAF_TYPES:
-                    out[key] = value
+                    out[scrubbed_key] = value
                 else:
-                    out[key] = self._data(value)
+                    out[scrubbed_key] = self._data(value)
             return out
         if isinstance(obj, list):
             return [
-                text(v) if type(v) is str else v if type(v) in LEAF_TYPES else self._data(v)
+                (done if (done := memo.get(v)) is not None else text(v))
+                if type(v) is str
+                else v
+                if type(v) in LEAF_TYPES
+                else self._data(v)
                 for v in obj
             ]
         if isinstance(obj, tuple):
