@@ -227,18 +227,23 @@ def _take(
         and (head.operation if isinstance(head, StoreMutation) else head.method) == method  # type: ignore[union-attr]
     )
     if same:
-        recorded = [head.args, head.kwargs]  # type: ignore[union-attr]
+        recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
         # As the application passed them (plain data, usually), then as JSON data.
-        if recorded == [listed, kwargs] or RESULTS.same_today(engine, recorded, [listed, kwargs]):
+        if _same(engine, recorded_args, listed) and _same(engine, recorded_kwargs, kwargs):
             return engine.take_head(boundary)
     raw_args = engine.raw(listed)
     raw_kwargs = engine.raw(kwargs)
-    if same:
-        today = [raw_args, raw_kwargs]
-        if recorded == today or RESULTS.same_today(engine, recorded, today):
-            return engine.take_head(boundary)
+    if (
+        same
+        and _same(engine, recorded_args, raw_args)
+        and _same(engine, recorded_kwargs, raw_kwargs)
+    ):
+        return engine.take_head(boundary)
     request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}
     return engine.take(boundary, request, normalize)
+
+
+_same: Final = RESULTS.same_today
 
 
 def _normalizer(engine: ReplaySide) -> Normalize:

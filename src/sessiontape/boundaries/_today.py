@@ -98,14 +98,15 @@ class _RecordedJson:
 
     @staticmethod
     def same_today(engine: ReplaySide, recorded: Any, today: Any) -> bool:
-        """Whether ``today`` (raw data) is ``recorded`` (scrubbed data) with today's paths.
+        """Whether ``today`` (raw data) is ``recorded`` (scrubbed data), or is it with
+        today's paths in place of the placeholders.
 
         The two are walked together; where they differ, the recorded text must be today's
         once its placeholders are expanded. Then scrubbing ``today`` gives ``recorded``
         back, and alignment would take the call as the recorded one. False means nothing
         (a secret, another value): the caller goes the long way.
         """
-        return recorded == today or _same(recorded, today, engine.roots.expand)
+        return bool(recorded == today) or _same(recorded, today, engine.roots.expand)
 
     @staticmethod
     def same_result(stored: Any, today: Any) -> bool:
@@ -135,19 +136,20 @@ def _same(recorded: Any, today: Any, expand: Any) -> bool:
     if kind is not type(today):
         return False
     if kind is str:
-        return bool(expand(recorded) == today)
+        return "{" in recorded and bool(expand(recorded) == today)
     if kind is dict:
         if len(recorded) != len(today):
             return False
+        get = today.get
         for key, value in recorded.items():
-            other = today.get(key, _ABSENT)
+            other = get(key, _ABSENT)
             if value != other and not _same(value, other, expand):
                 return False
         return True
     if kind is list:
         if len(recorded) != len(today):
             return False
-        for value, other in zip(recorded, today, strict=True):
+        for value, other in zip(recorded, today):  # noqa: B905 - the lengths are equal
             if value != other and not _same(value, other, expand):
                 return False
         return True
