@@ -24,7 +24,7 @@ from typing import Final, final
 
 import msgspec
 
-from ..cassette import Entry, load
+from ..cassette import Entry, load_for_replay
 from ._common import CommandError, Progress, plural, write_atomic
 from ._receipt import add_receipt_argument, marks, read_receipt
 from ._viewdata import build_rows, cassette_data, pack
@@ -148,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"{args.output} is the cassette itself; name another file for the page (-o run.html)."
         )
-    recording = load(args.path)
+    # Loaded as a replay loads it: outputs and results stay their JSON, which the page
+    # embeds as it is (or clipped), rather than decoded and encoded again.
+    recording = load_for_replay(args.path)
     reports = None
     if args.receipt:
         reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)

@@ -24,6 +24,7 @@ from typing import Any, Final, final
 import msgspec
 
 from ..cassette import (
+    LAZY_KINDS,
     AgentTurn,
     Call,
     Entry,
@@ -32,6 +33,7 @@ from ..cassette import (
     Recording,
     StoreMutation,
     boundary_of,
+    stored,
 )
 from ..report import format_ms
 from ._common import KIND_OF_TYPE, KINDS, CallTree, call_duration, recorded_duration, what
@@ -185,7 +187,8 @@ def build_rows(
     kind_index = {cls: index for index, cls in enumerate(KIND_OF_TYPE)}
     rows.seq = seqs = [e.seq for e in entries]
     rows.worker = [workers[name] for name in names]
-    rows.kind = [kind_index[type(e)] for e in entries]
+    public = _PUBLIC
+    rows.kind = [kind_index[public[type(e)]] for e in entries]
     rows.boundary = [boundary_index[name] for name in found]
     rows.parent = [e.parent for e in entries]
     rows.depth = [depth[seq] for seq in seqs]
@@ -201,9 +204,14 @@ def build_rows(
     return rows
 
 
+#: An entry's public kind, for the lazy ones too (the report loads a tape as a replay
+#: does: outputs and results kept as their JSON; see ``cassette/_lazy.py``).
+_PUBLIC: Final[dict[type, type]] = {t: t for t in typing.get_args(Entry)} | LAZY_KINDS
+
+
 def _status(entry: Entry) -> int:
     """``error`` for a call that failed as recorded (exit code, timeout, exception)."""
-    kind = type(entry)
+    kind = _PUBLIC[type(entry)]
     if kind is ProcessCall:
         failed = entry.returncode != 0 or entry.timed_out or entry.spawn_error is not None  # type: ignore[union-attr]
         return _ERROR if failed else _OK
@@ -236,11 +244,11 @@ _METHODS: Final = (AgentTurn, StoreMutation, Call)
 
 
 def _method_name(entry: _Method) -> str:
-    if type(entry) is AgentTurn:
+    if isinstance(entry, AgentTurn):
         return f"{entry.agent}.{entry.method}"
-    if type(entry) is StoreMutation:
+    if isinstance(entry, StoreMutation):
         return f"{entry.store}.{entry.operation}"
-    return f"{entry.boundary}.{entry.method}"  # type: ignore[union-attr]
+    return f"{entry.boundary}.{entry.method}"
 
 
 def _method_text(entry: _Method, args: bytes, kwargs: bytes, result: bytes) -> str:
@@ -263,7 +271,7 @@ def row_text(entry: Entry) -> str:
     Session metadata (start, snapshots, errors, end) is described as ``sessiontape show``
     describes it; a call is its command or method, arguments and outcome, values as JSON.
     """
-    if type(entry) is ProcessCall:
+    if isinstance(entry, ProcessCall):
         return _process_text(entry)
     if isinstance(entry, _METHODS):
         args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
@@ -280,6 +288,16 @@ _DATA_AT: Final[dict[type, tuple[int, ...]]] = {
     cls: tuple(i for i, name in enumerate(cls.__struct_fields__) if name in _DATA_FIELDS)
     for cls in typing.get_args(Entry)
 }
+
+#: Where a process call's ``stdout`` and ``stderr`` are among its values.
+_PAYLOAD_AT: Final = frozenset(ProcessCall.__struct_fields__.index(f) for f in ("stdout", "stderr"))
+
+
+def _short_raw(value: Any, limit: int) -> bool:
+    """Whether a lazy output is a JSON string short enough to be shown as it is stored
+    (its JSON, ``limit`` bytes at most, holds at most ``limit`` characters)."""
+    return type(value) is msgspec.Raw and len(value) <= limit and bytes(memoryview(value)[:1]) == b'"'
+
 
 #: Marks a value whose JSON was clipped: ``{CLIPPED: "<its first characters>", MORE: n}``.
 CLIPPED: Final = "$clipped_json"
@@ -310,10 +328,19 @@ def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
     ``msgspec.Raw``.
     """
     values = list(_astuple(entry))
-    for at in _DATA_AT[type(entry)]:
+    for at in _DATA_AT[_PUBLIC[type(entry)]]:
         value = values[at]
         if value is None:
             continue
+        if type(value) is msgspec.Raw:  # a lazy output (a string, a blob) or result
+            if at in _PAYLOAD_AT:
+                value = stored(value)
+                if value is None or type(value) is not str or len(value) <= limit:
+                    values[at] = value
+                    continue
+            else:
+                values[at] = _clip_raw(bytes(value), limit)
+                continue
         if type(value) is str:
             if len(value) > limit:
                 values[at] = _clip_text(value, limit)
@@ -338,8 +365,8 @@ def _short_process(entry: ProcessCall, limit: int) -> bool:
     """
     out, err, stdin, argv = entry.stdout, entry.stderr, entry.input, entry.argv
     return (
-        (out is None or (type(out) is str and len(out) <= limit))
-        and (err is None or (type(err) is str and len(err) <= limit))
+        (out is None or (type(out) is str and len(out) <= limit) or _short_raw(out, limit))
+        and (err is None or (type(err) is str and len(err) <= limit) or _short_raw(err, limit))
         and (stdin is None or (type(stdin) is str and len(stdin) <= limit))
         and not entry.env
         and entry.spawn_error is None
@@ -357,7 +384,7 @@ def _pack_method(entry: _Method, limit: int) -> tuple[str, Sequence[Any]]:
     # The arguments and the result are what both the text and the details show.
     args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
     values = list(_astuple(entry))
-    at_args, at_kwargs, at_result, at_error = _METHOD_AT[type(entry)]
+    at_args, at_kwargs, at_result, at_error = _METHOD_AT[_PUBLIC[type(entry)]]  # type: ignore[index]
     values[at_args] = _clip_raw(args, limit)
     values[at_kwargs] = _clip_raw(kwargs, limit)
     values[at_result] = _clip_raw(result, limit)
@@ -385,13 +412,13 @@ def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
     a process call with nothing to clip is encoded as it is, and the arguments and
     result of a method call, which both the text and the details show, are encoded once.
     """
-    packed: tuple[str, Sequence[Any]] = _PACK.get(type(entry), _pack_other)(entry, limit)
+    packed: tuple[str, Sequence[Any]] = _PACK.get(_PUBLIC[type(entry)], _pack_other)(entry, limit)
     return packed
 
 
 def entry_object(entry: Entry, limit: int = SERVE_LIMIT) -> dict[str, Any]:
     """The entry as the JSON API gives it: ``kind`` and every field, big values clipped."""
-    kind = KIND_OF_TYPE[type(entry)]
+    kind = KIND_OF_TYPE[_PUBLIC[type(entry)]]
     return {"kind": kind, **dict(zip(SCHEMA[kind], detail_values(entry, limit), strict=True))}
 
 
