@@ -10,6 +10,7 @@ import pytest
 
 import sessiontape
 from sessiontape import Blob, ErrorInfo, ProcessCall
+from sessiontape.cassette import LazyProcessCall, encode_entry, load_for_replay
 from sessiontape.cli._viewdata import (
     CLIPPED,
     MORE,
@@ -42,6 +43,22 @@ def test_pack_gives_the_text_and_details_of_every_corpus_entry(path: Path, limit
         assert _same(values, detail_values(entry, limit)), entry.seq
 
 
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+@pytest.mark.parametrize("limit", [40, 400])
+def test_a_tape_loaded_as_replay_loads_it_packs_the_same(path: Path, limit: int) -> None:
+    # The report loads lazily (outputs and results kept as their JSON): same page data.
+    eager = sessiontape.load(path).entries
+    lazy = load_for_replay(path).entries
+    assert any(type(a) is not type(b) for a, b in zip(eager, lazy, strict=True))
+    for entry, same in zip(eager, lazy, strict=True):
+        assert pack(same, limit)[0] == pack(entry, limit)[0], entry.seq
+        assert _same(pack(same, limit)[1], pack(entry, limit)[1]), entry.seq
+    assert _same(
+        build_rows(load_for_replay(path), set()).columns(),
+        build_rows(sessiontape.load(path), set()).columns(),
+    )
+
+
 def _values(entry: ProcessCall, limit: int) -> dict[str, object]:
     values = msgspec.json.decode(msgspec.json.encode(pack(entry, limit)[1]))
     return dict(zip(SCHEMA["process"], values, strict=True))
@@ -71,6 +88,10 @@ def test_process_calls_are_clipped_field_by_field() -> None:
     assert values["spawn_error"] == {"type": "E", "message": "m"}
     api = msgspec.json.decode(msgspec.json.encode(entry_object(entry, 30)))
     assert api == {"kind": "process", **values}
+    # The same call loaded lazily (its outputs still JSON) gives the same values.
+    lazy = msgspec.json.decode(encode_entry(entry), type=LazyProcessCall)
+    assert _values(lazy, 30) == values
+    assert _values(lazy, 31) == _values(entry, 31)
 
 
 def test_rows_are_columns_with_status_depth_and_text(record_session: Recorder) -> None:

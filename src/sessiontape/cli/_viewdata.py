@@ -296,7 +296,9 @@ _PAYLOAD_AT: Final = frozenset(ProcessCall.__struct_fields__.index(f) for f in (
 def _short_raw(value: Any, limit: int) -> bool:
     """Whether a lazy output is a JSON string short enough to be shown as it is stored
     (its JSON, ``limit`` bytes at most, holds at most ``limit`` characters)."""
-    return type(value) is msgspec.Raw and len(value) <= limit and bytes(memoryview(value)[:1]) == b'"'
+    return (
+        type(value) is msgspec.Raw and len(value) <= limit and bytes(memoryview(value)[:1]) == b'"'
+    )
 
 
 #: Marks a value whose JSON was clipped: ``{CLIPPED: "<its first characters>", MORE: n}``.
@@ -333,13 +335,11 @@ def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
         if value is None:
             continue
         if type(value) is msgspec.Raw:  # a lazy output (a string, a blob) or result
-            if at in _PAYLOAD_AT:
-                value = stored(value)
-                if value is None or type(value) is not str or len(value) <= limit:
-                    values[at] = value
-                    continue
-            else:
+            if at not in _PAYLOAD_AT:  # a result: its JSON as stored
                 values[at] = _clip_raw(bytes(value), limit)
+                continue
+            value = values[at] = stored(value)  # an output: as the eager entry holds it
+            if value is None:
                 continue
         if type(value) is str:
             if len(value) > limit:
