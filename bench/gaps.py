@@ -132,8 +132,7 @@ def _e2e(row: Row, results: Results) -> str:
 
 def _peak_rss(row: Row, results: Results) -> str:
     m = results["results"]["memory"]
-    key = "replay"
-    peak, size, eager = m[f"{key}_peak_rss_bytes"], m["file_bytes"], m["msgspec_peak_rss_bytes"]
+    peak, size, eager = m["replay_peak_rss_bytes"], m["file_bytes"], m["msgspec_peak_rss_bytes"]
     text = (
         f"At {m['entries']:,} entries the peak is {mb(peak)} for a {mb(size)} file; msgspec's "
         f"eager decode of the same bytes alone peaks at {mb(eager)} ({eager / size:.2f}× the "

@@ -263,6 +263,18 @@ def _line(seq: int) -> sessiontape.Entry:
     return Error(seq=seq, ts_ns=1, mono_ns=1, type="ValueError", message=f"line {seq}")
 
 
+def _three_lines_waiting(path: Path, monkeypatch: pytest.MonkeyPatch) -> CassetteWriter:
+    """A writer holding seqs 1 to 3 unwritten: as if each writing thread had done its
+    rounds of other threads' lines and gone back to its own work."""
+    from sessiontape.cassette import _writer
+
+    writer = CassetteWriter(path)
+    monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
+    for seq in (1, 2, 3):
+        writer.write(_line(seq))
+    return writer
+
+
 def test_a_line_is_written_before_write_returns(tmp_path: Path) -> None:
     path = tmp_path / "now.jsonl"
     writer = CassetteWriter(path)
@@ -277,13 +289,8 @@ def test_lines_left_waiting_are_written_at_close(
 ) -> None:
     # A writing thread that has done its rounds leaves what others added for the next
     # writer; at the end of the session close() writes whatever is still waiting.
-    from sessiontape.cassette import _writer
-
     path = tmp_path / "later.jsonl"
-    writer = CassetteWriter(path)
-    monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
-    for seq in (1, 2, 3):
-        writer.write(_line(seq))
+    writer = _three_lines_waiting(path, monkeypatch)
     assert path.read_bytes() == b""
     writer.close()
     assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1, 2, 3]
@@ -297,10 +304,7 @@ def test_a_batch_torn_by_a_full_disk_keeps_its_whole_lines(
     from sessiontape.cassette import _writer
 
     path = tmp_path / "torn.jsonl"
-    writer = CassetteWriter(path)
-    monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
-    for seq in (1, 2, 3):
-        writer.write(_line(seq))
+    writer = _three_lines_waiting(path, monkeypatch)
     first = len(path.read_bytes())  # nothing yet: all three wait
     real_write = _writer._write
 
