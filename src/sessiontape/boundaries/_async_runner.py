@@ -146,7 +146,5 @@ class AsyncReplayRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
-        check_argv(argv, "runner.run")
         server = self._server
-        entry = server.serve(argv, cwd=cwd, env=env, input=input)
-        return server.answer(entry, argv, text)
+        return server.answer(server.take(argv, cwd, env, input), argv, text)

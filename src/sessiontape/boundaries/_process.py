@@ -341,6 +341,15 @@ class ProcessReplay:
         self.engine.took(head)
         return head  # type: ignore[return-value]
 
+    def take(self, argv: Sequence[str], cwd: Any, env: Any, input: Any) -> ProcessCall:
+        """The entry answering a runner's ``run()``: :meth:`same_as_head`, else
+        :meth:`serve` (after refusing a string argv, which never equals a recorded one)."""
+        entry = self.same_as_head(argv, cwd) if env is None and input is None else None
+        if entry is None:
+            check_argv(argv, "runner.run")
+            entry = self.serve(argv, cwd=cwd, env=env, input=input)
+        return entry
+
     def serve(
         self,
         argv: Sequence[str],
@@ -488,11 +497,7 @@ class _ReplayRunner:
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
         server = self._server
-        entry = server.same_as_head(argv, cwd) if env is None and input is None else None
-        if entry is None:  # (a string argv never equals a recorded list: it gets here)
-            check_argv(argv, "runner.run")
-            entry = server.serve(argv, cwd=cwd, env=env, input=input)
-        return server.answer(entry, argv, text)
+        return server.answer(server.take(argv, cwd, env, input), argv, text)
 
     def stream(
         self,
