@@ -20,7 +20,7 @@ from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
 from ..cassette import SessionStart, is_cassette, load_for_replay
-from ..replayer import lingering, prepare_time
+from ..replayer import lingering, prepare
 from ..report import ReplayMismatch, ReplayReport
 from ..tape import ReplayTape
 from ._failure import fail_replay, failure_text, hide_own_frames
@@ -94,8 +94,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         isinstance(item, CassetteItem) for item in session.items
     ):
         return
-    prepare_time()
     _hooks.get_plugin_manager()
+    prepare()
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

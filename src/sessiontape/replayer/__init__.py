@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ._align import Normalize
 from ._clock import IGNORED_MODULES, FakeClock
-from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine
+from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
 from ._match import MASKED, Matcher, Noise, compare
 from ._rebuild import (
     rebuild_error,
@@ -18,7 +18,6 @@ from ._rebuild import (
     unregister_type,
 )
 from ._timepatch import lingering
-from ._timepatch import prepare as prepare_time
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -33,7 +32,7 @@ __all__ = [
     "ReplayEngine",
     "compare",
     "lingering",
-    "prepare_time",
+    "prepare",
     "rebuild_error",
     "register_type",
     "registered_type",

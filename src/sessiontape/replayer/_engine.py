@@ -39,6 +39,7 @@ from ._index import TapeIndex
 from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
+from ._timepatch import prepare as prepare_time
 
 __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"]
 
@@ -58,6 +59,13 @@ def _default_roots(extra: Mapping[str, str] | None) -> PathRoots:
     named = tuple(sorted((name, os.fspath(path)) for name, path in (extra or {}).items()))
     # HOME rather than expanduser("~"): the key only has to change when the home does.
     return _roots_for(os.getcwd(), os.environ.get("HOME"), tempfile.gettempdir(), named)
+
+
+def prepare() -> None:
+    """Do now the one-time work of the process's first replay: the fake clock's set-up
+    (see ``_timepatch.prepare``) and the default path roots of this directory."""
+    prepare_time()
+    _default_roots(None)
 
 
 @functools.lru_cache(maxsize=64)
