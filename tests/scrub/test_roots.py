@@ -75,3 +75,18 @@ def test_no_roots_collapse_and_expand_nothing() -> None:
     roots = PathRoots({})
     assert roots.collapse("/tmp/x") == "/tmp/x"
     assert roots.expand("{tmp}/x") == "{tmp}/x"
+
+
+def test_expand_with_one_kind_of_placeholder_replaces_every_occurrence() -> None:
+    roots = PathRoots({"repo": "/srv/app", "home": "/home/ann"})
+    assert roots.expand("{repo}/a:{repo}/b") == "/srv/app/a:/srv/app/b"
+    assert roots.expand("{home}") == "/home/ann"
+    assert roots.expand("{ only a brace }") == "{ only a brace }"
+
+
+def test_expand_with_two_kinds_never_reads_a_root_as_a_placeholder() -> None:
+    # A root whose own text looks like another root's placeholder: expanded in one pass,
+    # the inserted text is never expanded again.
+    roots = PathRoots({"repo": "/srv/{home}", "home": "/home/ann"})
+    assert roots.expand("{repo}/x {home}/y") == "/srv/{home}/x /home/ann/y"
+    assert roots.expand("{repo}/x") == "/srv/{home}/x"

@@ -10,6 +10,7 @@ order, and compares its result with the tape.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -21,9 +22,9 @@ from ..cassette import AgentTurn, Call, CallEntry, StoreMutation, stored_result
 from ..recorder import Opened
 from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
-from ..scrub import error_info, qualname
+from ..scrub import encodes_as, error_info, qualname
 from ._protocols import RecordSide, ReplaySide
-from ._today import RESULTS
+from ._today import RESULTS, same_but_paths
 
 __all__ = [
     "EntryCompletion",
@@ -215,13 +216,16 @@ def _take(
     kwargs: dict[str, Any],
     normalize: Normalize,
     head: CallEntry | None,
+    queue: deque[CallEntry] | None,
 ) -> CallEntry | None:
     """The entry answering a method call: the head of the worker's queue when the call is
     the recorded one exactly (the common case, compared field by field with nothing
-    built) or with today's paths in place of the placeholders (compared as JSON), else
+    built) or with today's paths in place of the placeholders (walking only the parts
+    that differ), else
     whatever alignment finds for today's request, in the shape of ``request_of`` a
-    recorded call."""
+    recorded call. ``queue`` is the calling worker's queue, ``head`` its first entry."""
     listed = list(args)
+    expand = engine.roots.expand
     same = (
         head is not None
         and (head.operation if isinstance(head, StoreMutation) else head.method) == method  # type: ignore[union-attr]
@@ -229,21 +233,23 @@ def _take(
     if same:
         recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
         # As the application passed them (plain data, usually), then as JSON data.
-        if _same(engine, recorded_args, listed) and _same(engine, recorded_kwargs, kwargs):
-            return engine.take_head(boundary)
+        if (recorded_args == listed or same_but_paths(recorded_args, listed, expand)) and (
+            recorded_kwargs == kwargs or same_but_paths(recorded_kwargs, kwargs, expand)
+        ):
+            assert queue is not None
+            queue.popleft()
+            engine.took(head)  # type: ignore[arg-type]
+            return head
     raw_args = engine.raw(listed)
     raw_kwargs = engine.raw(kwargs)
     if (
         same
-        and _same(engine, recorded_args, raw_args)
-        and _same(engine, recorded_kwargs, raw_kwargs)
+        and (recorded_args == raw_args or same_but_paths(recorded_args, raw_args, expand))
+        and (recorded_kwargs == raw_kwargs or same_but_paths(recorded_kwargs, raw_kwargs, expand))
     ):
         return engine.take_head(boundary)
     request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}
     return engine.take(boundary, request, normalize)
-
-
-_same: Final = RESULTS.same_today
 
 
 def _normalizer(engine: ReplaySide) -> Normalize:
@@ -293,8 +299,9 @@ def substitute_proxy(
 
     def answer_sync(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            head = engine.head(boundary)
-            entry = _take(engine, boundary, method, args, kwargs, normalize, head)
+            queue = engine.queue(boundary)
+            head = queue[0] if queue else None
+            entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
             if entry is None:
                 raise engine.unanswered(boundary, f"{boundary}.{method}()")
             engine.served(entry)
@@ -316,10 +323,11 @@ def verify_proxy(
 
     def verified(method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            head = engine.head(boundary)
+            queue = engine.queue(boundary)
+            head = queue[0] if queue else None
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
-            entry = _take(engine, boundary, method, args, kwargs, normalize, head)
+            entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
             if entry is None:
                 return bound(*args, **kwargs)
             engine.clock_at(entry)  # our code runs now: it reads the call's start time
@@ -355,10 +363,13 @@ def _check_result(
         message = engine.scrubber.secrets(str(exc))
         actual: Any = {"error": {"type": qualname(type(exc)), "message": message}}
     else:
+        stored = entry.result
+        # Equal before scrubbing, so equal after it (scrubbing is idempotent). A result
+        # kept as its JSON is compared as JSON: today's encoded, nothing decoded.
+        if entry.error is None and type(stored) is msgspec.Raw and encodes_as(result, stored):
+            return
         raw = engine.raw(result)
-        if entry.error is None and RESULTS.same_result(entry.result, raw):
-            return  # equal before scrubbing, so equal after it (scrubbing is idempotent)
-        recorded = stored_result(entry.result)
+        recorded = stored_result(stored)
         if entry.error is None and raw == recorded:
             return
         actual = {"result": engine.scrubber.data_like(raw, recorded)}

@@ -11,16 +11,17 @@ recognised as the recorded one by comparing its JSON with the recorded JSON expa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 
 from .._errors import UsageError
-from ..cassette import AgentTurn, Call, CallEntry, StoreMutation, result_json
+from ..cassette import CallEntry, result_json
 from ..scrub import PathRoots
 from ._protocols import ReplaySide
 
-__all__ = ["RESULTS"]
+__all__ = ["RESULTS", "same_but_paths"]
 
 #: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
 _Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
@@ -66,25 +67,27 @@ class _RecordedJson:
         self._last = (roots, expander)
         return expander
 
-    def _expanded(self, roots: PathRoots, raw: Any) -> Any:
-        """The JSON ``raw`` with today's paths in place of the placeholders."""
-        expander = self._expander(roots)
-        if expander is not None:
-            pattern, table = expander
-            if pattern.search(raw) is not None:
-                return pattern.sub(lambda m: table[m.group(0)], raw)
-        return raw
-
     def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
         """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
-        assert isinstance(entry, (AgentTurn, StoreMutation, Call))
-        stored = entry.result
+        # The replay hot path of every substituted call: the helpers are inlined.
+        stored = entry.result  # type: ignore[union-attr]
         if type(stored) is msgspec.Raw:  # the stored JSON itself (see cassette/_lazy.py)
             mapped = engine.recording.mapped
             if mapped is not None:
                 mapped.served(len(stored))
-        raw = self._expanded(engine.roots, result_json(stored))
-        decoder = self._decoder(target)
+            raw: Any = stored
+        else:
+            raw = result_json(stored)
+        roots, expander = self._last
+        if roots is not engine.roots:
+            expander = self._expander(engine.roots)
+        if expander is not None and expander[0].search(raw) is not None:
+            pattern, table = expander
+            raw = pattern.sub(lambda m: table[m.group(0)], raw)
+        try:
+            decoder = self._decoders[target]
+        except KeyError:
+            decoder = self._decoder(target)
         try:
             if decoder is not None:
                 return decoder.decode(raw)
@@ -96,41 +99,20 @@ class _RecordedJson:
                 "the application uses today, or re-record."
             ) from None
 
-    @staticmethod
-    def same_today(engine: ReplaySide, recorded: Any, today: Any) -> bool:
-        """Whether ``today`` (raw data) is ``recorded`` (scrubbed data), or is it with
-        today's paths in place of the placeholders.
-
-        The two are walked together; where they differ, the recorded text must be today's
-        once its placeholders are expanded. Then scrubbing ``today`` gives ``recorded``
-        back, and alignment would take the call as the recorded one. False means nothing
-        (a secret, another value): the caller goes the long way.
-        """
-        return bool(recorded == today) or _same(recorded, today, engine.roots.expand)
-
-    @staticmethod
-    def same_result(stored: Any, today: Any) -> bool:
-        """Whether ``today`` (a result as raw data) is exactly the stored result.
-
-        For a result kept as its JSON, today's is encoded and the two texts compared:
-        cheaper than decoding the stored one, and equal texts are equal data. Unequal
-        texts (another key order) mean nothing: the caller compares the data.
-        """
-        if type(stored) is not msgspec.Raw:
-            return bool(stored == today)
-        try:
-            return memoryview(stored) == _JSON.encode(today)
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-            return False
-
 
 _ABSENT: Final = object()
 
 
-def _same(recorded: Any, today: Any, expand: Any) -> bool:
-    """:meth:`_RecordedJson.same_today` for two values already known to differ.
+def same_but_paths(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:
+    """Whether ``today`` (raw data), already known to differ from ``recorded`` (scrubbed
+    data), is it with today's paths in place of the placeholders (``expand`` puts them
+    there). Callers compare ``recorded == today`` first, in C.
 
-    Only the parts that differ are walked: one C-level comparison settles each other part.
+    The two are walked together, only where they differ: one C-level comparison settles
+    each other part. Where they differ, the recorded text must be today's once its
+    placeholders are expanded. Then scrubbing ``today`` gives ``recorded`` back, and
+    alignment would take the call as the recorded one. False means nothing (a secret,
+    another value): the caller goes the long way.
     """
     kind = type(recorded)
     if kind is not type(today):
@@ -143,14 +125,20 @@ def _same(recorded: Any, today: Any, expand: Any) -> bool:
         get = today.get
         for key, value in recorded.items():
             other = get(key, _ABSENT)
-            if value != other and not _same(value, other, expand):
+            if value == other:
+                continue
+            # A text, the usual difference (a path), is settled here: one call fewer.
+            if type(value) is str:
+                if type(other) is not str or "{" not in value or expand(value) != other:
+                    return False
+            elif not same_but_paths(value, other, expand):
                 return False
         return True
     if kind is list:
         if len(recorded) != len(today):
             return False
         for value, other in zip(recorded, today):  # noqa: B905 - the lengths are equal
-            if value != other and not _same(value, other, expand):
+            if value != other and not same_but_paths(value, other, expand):
                 return False
         return True
     return False

@@ -8,7 +8,7 @@ requests, so both sides compare alike. It sits below both engines for that reaso
 
 from __future__ import annotations
 
-from ._data import Unencodable, error_info, format_traceback, qualname, to_data
+from ._data import Unencodable, encodes_as, error_info, format_traceback, qualname, to_data
 from ._entry import SCRUBBED_FIELDS, scrub_entry, scrub_fields
 from ._names import REDACTED_MARK, SECRET_ENV_NAME, is_secret_name, redaction_mark
 from ._roots import PathRoots, expand_data
@@ -23,6 +23,7 @@ __all__ = [
     "Scrubber",
     "Unencodable",
     "contains_secret",
+    "encodes_as",
     "error_info",
     "expand_data",
     "format_traceback",

@@ -16,7 +16,7 @@ import msgspec
 
 from ..cassette import ErrorInfo
 
-__all__ = ["Unencodable", "error_info", "format_traceback", "qualname", "to_data"]
+__all__ = ["Unencodable", "encodes_as", "error_info", "format_traceback", "qualname", "to_data"]
 
 
 def qualname(obj_type: type) -> str:
@@ -68,3 +68,19 @@ def to_data(obj: Any) -> Any:
         raise
     except (TypeError, ValueError) as exc:
         raise Unencodable(str(exc)) from None
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
+
+
+def encodes_as(obj: Any, stored: Any) -> bool:
+    """Whether ``obj``'s JSON form is exactly the JSON text ``stored`` (bytes-like).
+
+    Cheaper than :func:`to_data` and a comparison: no builtins are made. Equal texts are
+    equal data; unequal texts, or an ``obj`` with no JSON form, mean nothing (False), and
+    the caller compares the data.
+    """
+    try:
+        return memoryview(stored) == _ENCODER.encode(obj)
+    except (Unencodable, TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return False

@@ -82,7 +82,7 @@ class PathRoots:
     are ignored, so ``{"home": ""}`` switches a default root off.
     """
 
-    __slots__ = ("_by_prefix", "_expand_re", "_placeholders", "_posix", "_roots")
+    __slots__ = ("_by_prefix", "_expand_re", "_expansions", "_placeholders", "_posix", "_roots")
 
     def __init__(self, roots: Mapping[str, str | os.PathLike[str]]) -> None:
         self._roots: dict[str, str] = {}
@@ -119,6 +119,8 @@ class PathRoots:
         # Compiled when first asked for: recording never expands, and compiling a pattern
         # per set of roots is most of what building them would cost.
         self._expand_re: re.Pattern[str] | None = None
+        # Each placeholder and its root, for expand().
+        self._expansions = tuple(("{" + name + "}", path) for name, path in self._roots.items())
 
     def _forms(self) -> Iterator[tuple[str, str]]:
         """(spelling, name) for every root: as given, symlinks resolved, ``/`` for ``\\``."""
@@ -215,15 +217,28 @@ class PathRoots:
 
     def expand(self, text: str) -> str:
         """``text`` with every known placeholder replaced by today's root; others stay."""
-        if "{" not in text or not self._roots:
+        if "{" not in text:
             return text
+        # The replay hot path: a text usually holds one kind of placeholder or none, and
+        # then a substring test per root and one replace beat a regex split.
+        found: tuple[str, str] | None = None
+        for expansion in self._expansions:
+            if expansion[0] in text:
+                if found is not None:
+                    return self._expand_all(text)
+                found = expansion
+        if found is None:
+            return text
+        return text.replace(*found)
+
+    def _expand_all(self, text: str) -> str:
+        """:meth:`expand` for a text holding two or more kinds of placeholder: one pass,
+        so a root's own text is never taken for a placeholder."""
         pattern = self._expand_re
         if pattern is None:
             names = "|".join(re.escape(n) for n in self._roots)
             pattern = self._expand_re = re.compile(r"\{(" + names + r")\}")
         parts = pattern.split(text)
-        if len(parts) == 1:
-            return text
         roots = self._roots
         parts[1::2] = [roots[name] for name in parts[1::2]]
         return "".join(parts)
