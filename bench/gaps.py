@@ -181,13 +181,37 @@ def _orchestrator(row: Row, results: Results) -> str:
     calls = max(1, o["calls_recorded"])
     own = o["plain_ns"] / calls / 1000
     added = (o["recorded_ns"] - o["plain_ns"]) / calls / 1000
-    return (
+    text = (
         f"Unrecorded, the run does {own:.0f} µs of its own work per boundary call; recorded, "
         f"it takes {added:.0f} µs more per call (the whole session: tape set-up, every "
         f"entry, finish). Under 5 % would allow {own * 0.05:.1f} µs per recorded call; the "
         f"per-call overhead measured above on one thread is "
         f"{r['full']['overhead_ns'] / 1000:.1f} µs.\n"
     )
+    fixed = o.get("fixed_ns") or {}
+    if fixed:
+        total = sum(fixed.values())
+        parts = ", ".join(
+            f"{label} {fixed[key] / 1e6:.2f} ms"
+            for key, label in (
+                ("setup_ns", "opening the tape and writing its header"),
+                ("store_ns", "the store's snapshot taken and written"),
+                ("finish_ns", "finishing and closing"),
+            )
+            if key in fixed
+        )
+        per_entry = (o["recorded_ns"] - o["plain_ns"] - total) / calls / 1000
+        text += (
+            f"\nOf the {(o['recorded_ns'] - o['plain_ns']) / 1e6:.2f} ms a recorded run adds, "
+            f"{total / 1e6:.2f} ms does not grow with the run ({parts}): "
+            f"{total / o['plain_ns'] * 100:.0f} % of the unrecorded run on its own. The rest is "
+            f"{per_entry:.0f} µs per entry, where the per-call figure above is "
+            f"{r['full']['overhead_ns'] / 1000:.1f} µs: each of the run's entries holds texts "
+            "the scrubber has not seen before (commit messages, paths, prompts) and must "
+            "scan for secrets, where the per-call figure repeats one request; and three "
+            "worker threads share one writer.\n"
+        )
+    return text
 
 
 def _report(row: Row, results: Results) -> str:

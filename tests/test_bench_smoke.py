@@ -80,6 +80,11 @@ def _check_recording(res: dict[str, Any]) -> None:
         assert _positive(orch["plain_ns"])
         assert _positive(orch["recorded_ns"])
         assert orch["calls_recorded"] > 0
+        # The run's fixed costs, each timed, and together a part of the recorded run.
+        fixed = orch["fixed_ns"]
+        assert set(fixed) == {"setup_ns", "store_ns", "finish_ns"}
+        assert all(_positive(ns) for ns in fixed.values())
+        assert sum(fixed.values()) < orch["recorded_ns"]
     assert res["disabled"]["runner_is_inner"] is True
     assert _timed(res["disabled"]["failed_writer"])
 

@@ -193,17 +193,21 @@ def _threaded(threads: int, calls: int, rounds: int, workdir: Path) -> dict[str,
     }
 
 
-def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int]:
-    """One gardener run; returns (wall ns, boundary calls recorded or 0).
+def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int, dict[str, int]]:
+    """One gardener run; returns (wall ns, boundary calls recorded or 0, fixed costs).
 
     ``instant``: sleeps return at once (the CPU-bound worst case for the overhead);
-    otherwise the run waits on ``tape.clock`` as the shipped wiring does.
+    otherwise the run waits on ``tape.clock`` as the shipped wiring does. The fixed costs
+    are the parts of the run that do not grow with its calls, timed in ns: opening the
+    tape (``setup_ns``, its header written), wrapping the store (``store_ns``: the
+    application's ``snapshot`` called and written) and finishing (``finish_ns``).
     """
     from sessiontape.examples import gardener
 
     work = Path(tempfile.mkdtemp(prefix="bench-gardener-", dir=workdir))
     spec = gardener.get_scenario("full")
     workers = 3
+    fixed: dict[str, int] = {}
     start = now_ns()
     with warnings.catch_warnings():
         warnings.simplefilter("error", sessiontape.RecordingWarning)
@@ -215,12 +219,15 @@ def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, i
             else sessiontape.record(None)
         )
         with tape:
+            fixed["setup_ns"] = now_ns() - start
             runner = tape.process_runner(FakeRunner())
             gardener.init_repository(runner, work / "repo", spec.files)
             live = gardener.BacklogStore.create(work / "backlog.db", spec.backlog(workers))
+            wrap = now_ns()
             store = tape.store(
                 live, mutations=gardener.MUTATIONS, snapshot=gardener.BacklogStore.snapshot
             )
+            fixed["store_ns"] = now_ns() - wrap
             agent = tape.agent(gardener.ScriptedAgent(spec.script), result_type=gardener.StepResult)
             orchestrator = gardener.Gardener(
                 runner=runner,
@@ -234,18 +241,24 @@ def _gardener_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, i
                 summary = orchestrator.run()
             finally:
                 store.close()
+            finishing = now_ns()
             tape.finish(outcome=dataclasses.asdict(summary))
     elapsed = now_ns() - start
+    fixed["finish_ns"] = now_ns() - finishing
     calls = len(sessiontape.load(work / "run.jsonl").calls) if recorded else 0
-    return elapsed, calls
+    return elapsed, calls, fixed
 
 
-def _own_orchestrator_once(workdir: Path, recorded: bool, instant: bool) -> tuple[int, int]:
+def _own_orchestrator_once(
+    workdir: Path, recorded: bool, instant: bool
+) -> tuple[int, int, dict[str, int]]:
     """Stand-in when the gardener is not importable: a small loop of the same shape."""
     work = Path(tempfile.mkdtemp(prefix="bench-loop-", dir=workdir))
+    fixed: dict[str, int] = {}
     start = now_ns()
     tape = sessiontape.record(work / "run.jsonl") if recorded else sessiontape.record(None)
     with tape:
+        fixed["setup_ns"] = now_ns() - start
         runner = tape.process_runner(FakeRunner())
         state: dict[str, Any] = {"done": []}
 
@@ -263,10 +276,12 @@ def _own_orchestrator_once(workdir: Path, recorded: bool, instant: bool) -> tupl
                 store.mark(f"task-{i}")
             if not instant and i % 10 == 9:
                 tape.clock.sleep(0.05)  # a back-off now and then
+        finishing = now_ns()
         tape.finish(outcome={"done": len(state["done"])})
     elapsed = now_ns() - start
+    fixed["finish_ns"] = now_ns() - finishing
     calls = len(sessiontape.load(work / "run.jsonl").calls) if recorded else 0
-    return elapsed, calls
+    return elapsed, calls, fixed
 
 
 def _orchestrator(runs: int, workdir: Path, *, instant: bool) -> dict[str, Any]:
@@ -279,10 +294,12 @@ def _orchestrator(runs: int, workdir: Path, *, instant: bool) -> dict[str, Any]:
     for recorded in (False, True):  # warm-up: imports, SQLite, first files
         once(workdir, recorded, instant)
     plain, rec, calls = [], [], 0
+    fixed: list[dict[str, int]] = []
     for _ in range(runs):
         plain.append(once(workdir, False, instant)[0])
-        elapsed, calls = once(workdir, True, instant)
+        elapsed, calls, costs = once(workdir, True, instant)
         rec.append(elapsed)
+        fixed.append(costs)
     p, r = median(plain), median(rec)
     return {
         "orchestrator": which,
@@ -295,6 +312,8 @@ def _orchestrator(runs: int, workdir: Path, *, instant: bool) -> dict[str, Any]:
         "calls_recorded": calls,
         "overhead_ratio": (r - p) / p,
         "overhead_per_call_ns": (r - p) / calls if calls else None,
+        # Medians of the recorded runs' fixed costs (see _gardener_once).
+        "fixed_ns": {k: median([f[k] for f in fixed]) for k in fixed[0]} if fixed else {},
     }
 
 
