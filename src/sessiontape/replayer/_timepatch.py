@@ -318,8 +318,9 @@ _linger = 0
 
 def prepare() -> None:
     """Do now the one-time work of the process's first :func:`install`: import freezegun,
-    plan the patch and search every loaded module for copies of the time functions (the
-    findings are cached, see ``_copies.py``). Nothing is patched.
+    plan the patch, search every loaded module for copies of the time functions (the
+    findings are cached, see ``_copies.py``) and find asyncio's loop classes. Nothing is
+    patched.
 
     For a session about to replay tape after tape: the first replay then costs what the
     others do, and the set-up is not counted against whichever replay happens to be first.
@@ -331,6 +332,7 @@ def prepare() -> None:
         if _plan is None or not _plan.current(fg):
             _plan = _Plan(fg)
         COPIES.find(_plan.fake_of, IGNORED_MODULES + _freezegun_ignore())
+    _asyncio_classes()
 
 
 def install(clock: VirtualClock) -> None:
