@@ -52,6 +52,10 @@ def digest(raw: bytes) -> str:
 #: What level ``standard`` stores for an empty payload: its digest.
 _EMPTY_DIGEST: Final = Blob(size=0, sha256=digest(b""), truncated=True)
 
+#: Level ``standard`` remembers the digests of the outputs it saw (a status, a diff read
+#: again), up to this many characters or bytes of them in all, then starts afresh.
+_DIGEST_MEMO_BUDGET: Final = 2 * 1024 * 1024
+
 
 class PayloadCodec:
     """Turns stdin/stdout/stderr into :data:`Payload` values and back.
@@ -62,7 +66,15 @@ class PayloadCodec:
     one they are kept as a digest only); a replay's codec reads them back from it.
     """
 
-    __slots__ = ("expand", "level", "max_inline_bytes", "scrub", "sidecar")
+    __slots__ = (
+        "_digested",
+        "_digests",
+        "expand",
+        "level",
+        "max_inline_bytes",
+        "scrub",
+        "sidecar",
+    )
 
     def __init__(
         self,
@@ -79,6 +91,10 @@ class PayloadCodec:
         self.scrub = scrub
         self.expand = expand
         self.sidecar = sidecar
+        # Level standard's digests by the output they digest (see _DIGEST_MEMO_BUDGET):
+        # an output the program saw before costs a lookup, not a hash of its bytes.
+        self._digests: dict[str | bytes, Blob] = {}
+        self._digested = 0
 
     def encode(self, value: str | bytes | None) -> Payload:
         """The payload to store for ``value`` (a large one is written to the sidecar)."""
@@ -92,6 +108,8 @@ class PayloadCodec:
     def _encode(self, value: str | bytes | None, *, write: bool) -> Payload:
         if value is None or self.level is Level.MINIMAL:
             return None
+        if self.level is Level.STANDARD:
+            return self._digest_of(value)
         if isinstance(value, str):
             if self.level is Level.FULL and len(value) <= self.max_inline_bytes // 4:
                 # Fast path: even at 4 bytes a character this fits inline.
@@ -101,8 +119,6 @@ class PayloadCodec:
         else:
             raw = bytes(value)
             text = None
-        if self.level is Level.STANDARD:
-            return Blob(size=len(raw), sha256=digest(raw), truncated=True)
         if text is None:
             try:
                 text = raw.decode("utf-8")
@@ -116,6 +132,20 @@ class PayloadCodec:
         if text is None:
             return Blob(size=len(raw), sha256=digest(raw), b64=base64.b64encode(raw).decode())
         return text
+
+    def _digest_of(self, value: str | bytes) -> Blob:
+        """What level ``standard`` stores for ``value``: its size and digest."""
+        key = value if isinstance(value, (str, bytes)) else bytes(value)
+        blob = self._digests.get(key)
+        if blob is None:
+            raw = key.encode("utf-8", "surrogateescape") if isinstance(key, str) else key
+            blob = Blob(size=len(raw), sha256=digest(raw), truncated=True)
+            if self._digested > _DIGEST_MEMO_BUDGET:
+                self._digests.clear()
+                self._digested = 0
+            self._digests[key] = blob
+            self._digested += len(key)
+        return blob
 
     def _spill(self, raw: bytes, *, write: bool) -> Blob:
         """A payload too large to keep inline: in the sidecar, or as its digest only."""
