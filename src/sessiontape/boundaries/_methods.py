@@ -221,9 +221,9 @@ def _take(
     """The entry answering a method call: the head of the worker's queue when the call is
     the recorded one exactly (the common case, compared field by field with nothing
     built) or with today's paths in place of the placeholders (walking only the parts
-    that differ), else
-    whatever alignment finds for today's request, in the shape of ``request_of`` a
-    recorded call. ``queue`` is the calling worker's queue, ``head`` its first entry."""
+    that differ), else whatever alignment finds for today's request, in the shape of
+    ``request_of`` a recorded call. ``queue`` is the calling worker's queue, ``head`` its
+    first entry."""
     listed = list(args)
     expand = engine.roots.expand
     same = (

@@ -4,8 +4,9 @@ A tape holds paths as placeholders (``{repo}/src``); the application runs with t
 (``/tmp/x/repo/src``). Walking recorded data to expand its placeholders costs a Python
 call per value; doing it on the JSON text costs one regex search, and a substitution only
 when a placeholder occurs. So a recorded result is expanded in its JSON and decoded
-straight into the type the application expects, and a request made with today's paths is
-recognised as the recorded one by comparing its JSON with the recorded JSON expanded.
+straight into the type the application expects. A request made with today's paths is
+recognised as the recorded one by :func:`same_but_paths`, which walks only the parts of
+the two that differ and expands the recorded texts among them.
 """
 
 from __future__ import annotations
