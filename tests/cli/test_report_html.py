@@ -275,7 +275,7 @@ def test_long_values_are_clipped_in_the_details(
     out = tmp_path / "run.html"
     assert cli("report", tape, "-o", out).code == 0
     _, details = unpack(out)
-    assert details[6]["stdout"] == "x" * REPORT_LIMIT + "… (100 more bytes of JSON in the cassette)"
+    assert details[6]["stdout"] == "x" * REPORT_LIMIT + "… (100 more characters in the cassette)"
     assert details[6]["argv"] == ["git", "merge", "task/t1"]  # short values stay whole
     # A value that is not a string is clipped as JSON: its first bytes, and how many more.
     big = {"k": list(range(300))}

@@ -81,7 +81,7 @@ def test_process_calls_are_clipped_field_by_field() -> None:
     assert values["argv"] == {CLIPPED: argv[:30].decode(), MORE: len(argv) - 30}
     # JSON is never cut inside a character: at 31, the cut moves back to 30.
     assert _values(entry, 31)["argv"] == values["argv"]
-    assert values["stdout"] == "é" * 30 + "… (40 more bytes of JSON in the cassette)"
+    assert values["stdout"] == "é" * 30 + "… (20 more characters in the cassette)"
     assert values["env"] == {"K": "v"}
     # A digest is a value like any other: its JSON (48 bytes) is clipped at 30.
     assert values["stderr"] == {CLIPPED: '{"size":9,"sha256":"sha256:ab"', MORE: 18}

@@ -38,7 +38,6 @@ from ..cassette import (
     stored,
 )
 from ..report import format_ms
-from ._clip import CLIPPED, MORE, clip_raw, clip_stored_text, clip_text
 from ._common import KIND_OF_TYPE, KINDS, CallTree, recorded_duration, what
 from ._receipt import ReceiptReport
 from ._show import crash_note
@@ -333,15 +332,33 @@ def _short_raw(value: Any, limit: int) -> bool:
     )
 
 
+#: Marks a value whose JSON was clipped: ``{CLIPPED: "<its first characters>", MORE: n}``.
+CLIPPED: Final = "$clipped_json"
+MORE: Final = "$more_bytes"
+
+
+def _clip_text(value: str, limit: int) -> str:
+    return f"{value[:limit]}… ({len(value) - limit:,} more characters in the cassette)"
+
+
+def _clip_raw(raw: bytes, limit: int) -> Any:
+    """Encoded JSON as it is, or its first ``limit`` bytes when it is longer."""
+    if len(raw) <= limit:
+        return msgspec.Raw(raw)
+    while raw[limit] & 0xC0 == 0x80:  # not in the middle of a character's UTF-8 bytes
+        limit -= 1
+    return {CLIPPED: raw[:limit].decode("utf-8"), MORE: len(raw) - limit}
+
+
 def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
     """The entry's field values in :data:`SCHEMA` order, the big ones clipped at ``limit``.
 
     A recorded string longer than ``limit`` characters keeps its first ``limit`` and says
-    how many bytes of JSON the rest takes in the cassette. Any other recorded value
-    (arguments, a result, an environment) whose JSON is longer than ``limit`` bytes is
-    replaced by its first ``limit`` bytes of JSON, as ``{CLIPPED: text, MORE: bytes
-    left}``. Numbers, flags and names are kept as they are. Each value is encoded once:
-    the small ones come back as ``msgspec.Raw``.
+    how many more the cassette holds. Any other recorded value (arguments, a result, an
+    environment) whose JSON is longer than ``limit`` bytes is replaced by its first
+    ``limit`` bytes of JSON, as ``{CLIPPED: text, MORE: bytes left}``. Numbers, flags and
+    names are kept as they are. Each value is encoded once: the small ones come back as
+    ``msgspec.Raw``.
     """
     values = list(_astuple(entry))
     for at in _DATA_AT[_PUBLIC[type(entry)]]:
@@ -350,20 +367,16 @@ def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
             continue
         if type(value) is msgspec.Raw:  # a lazy output (a string, a blob) or result
             if at not in _PAYLOAD_AT:  # a result: its JSON as stored
-                values[at] = clip_raw(bytes(value), limit)
-                continue
-            if len(value) > limit and bytes(memoryview(value)[:1]) == b'"':
-                # A long text: clipped from its first bytes, the rest never decoded.
-                values[at] = clip_stored_text(value, limit)
+                values[at] = _clip_raw(bytes(value), limit)
                 continue
             value = values[at] = stored(value)  # an output: as the eager entry holds it
             if value is None:
                 continue
         if type(value) is str:
             if len(value) > limit:
-                values[at] = clip_text(value, limit)
+                values[at] = _clip_text(value, limit)
         else:
-            values[at] = clip_raw(_encode(value), limit)
+            values[at] = _clip_raw(_encode(value), limit)
     return values
 
 
@@ -403,11 +416,11 @@ def _pack_method(entry: _Method, limit: int) -> tuple[str, Sequence[Any]]:
     args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
     values = list(_astuple(entry))
     at_args, at_kwargs, at_result, at_error = _METHOD_AT[_PUBLIC[type(entry)]]  # type: ignore[index]
-    values[at_args] = clip_raw(args, limit)
-    values[at_kwargs] = clip_raw(kwargs, limit)
-    values[at_result] = clip_raw(result, limit)
+    values[at_args] = _clip_raw(args, limit)
+    values[at_kwargs] = _clip_raw(kwargs, limit)
+    values[at_result] = _clip_raw(result, limit)
     if entry.error is not None:
-        values[at_error] = clip_raw(_encode(entry.error), limit)
+        values[at_error] = _clip_raw(_encode(entry.error), limit)
     return _method_text(entry, args, kwargs, result), values
 
 
@@ -480,7 +493,7 @@ def _info(recording: Recording, duration: int) -> list[tuple[str, str]]:
     if header.config is not None:
         config = _encode(header.config).decode()
         if len(config) > REPORT_LIMIT:
-            config = clip_text(config, REPORT_LIMIT)
+            config = _clip_text(config, REPORT_LIMIT)
         rows.append(("config", config))
     return rows
 
