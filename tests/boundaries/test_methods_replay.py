@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 import sessiontape
-from sessiontape.boundaries._today import same_but_paths
+from sessiontape.boundaries._today import same_today
 from sessiontape.scrub import PathRoots, encodes_as, to_data
 
 ROOTS = PathRoots({"repo": "/srv/app"})
@@ -37,9 +37,9 @@ ROOTS = PathRoots({"repo": "/srv/app"})
         ({"n": 1}, {"n": 1.5}, False),
     ],
 )
-def test_same_but_paths_walks_only_what_differs(recorded: Any, today: Any, same: bool) -> None:
+def test_same_today_walks_only_what_differs(recorded: Any, today: Any, same: bool) -> None:
     assert recorded != today
-    assert same_but_paths(recorded, today, ROOTS.expand) is same
+    assert same_today(recorded, today, ROOTS.expand) is same
 
 
 @dataclasses.dataclass

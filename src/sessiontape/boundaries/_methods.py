@@ -24,7 +24,7 @@ from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
 from ..scrub import encodes_as, error_info, qualname
 from ._protocols import RecordSide, ReplaySide
-from ._today import RESULTS, same_but_paths
+from ._today import RESULTS, same_today
 
 __all__ = [
     "EntryCompletion",
@@ -233,8 +233,8 @@ def _take(
     if same:
         recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
         # As the application passed them (plain data, usually), then as JSON data.
-        if (recorded_args == listed or same_but_paths(recorded_args, listed, expand)) and (
-            recorded_kwargs == kwargs or same_but_paths(recorded_kwargs, kwargs, expand)
+        if same_today(recorded_args, listed, expand) and same_today(
+            recorded_kwargs, kwargs, expand
         ):
             assert queue is not None
             queue.popleft()
@@ -244,8 +244,8 @@ def _take(
     raw_kwargs = engine.raw(kwargs)
     if (
         same
-        and (recorded_args == raw_args or same_but_paths(recorded_args, raw_args, expand))
-        and (recorded_kwargs == raw_kwargs or same_but_paths(recorded_kwargs, raw_kwargs, expand))
+        and same_today(recorded_args, raw_args, expand)
+        and same_today(recorded_kwargs, raw_kwargs, expand)
     ):
         return engine.take_head(boundary)
     request = {"method": method, "args": raw_args, "kwargs": raw_kwargs}

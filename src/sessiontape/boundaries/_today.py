@@ -5,8 +5,8 @@ A tape holds paths as placeholders (``{repo}/src``); the application runs with t
 call per value; doing it on the JSON text costs one regex search, and a substitution only
 when a placeholder occurs. So a recorded result is expanded in its JSON and decoded
 straight into the type the application expects. A request made with today's paths is
-recognised as the recorded one by :func:`same_but_paths`, which walks only the parts of
-the two that differ and expands the recorded texts among them.
+recognised as the recorded one by :func:`same_today`, which walks only the parts of the
+two that differ and expands the recorded texts among them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..cassette import CallEntry, result_json
 from ..scrub import PathRoots
 from ._protocols import ReplaySide
 
-__all__ = ["RESULTS", "same_but_paths"]
+__all__ = ["RESULTS", "same_today"]
 
 #: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
 _Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
@@ -68,27 +68,24 @@ class _RecordedJson:
         self._last = (roots, expander)
         return expander
 
+    def _expanded(self, roots: PathRoots, raw: Any) -> Any:
+        """The JSON ``raw`` with today's paths in place of the placeholders."""
+        expander = self._expander(roots)
+        if expander is not None:
+            pattern, table = expander
+            if pattern.search(raw) is not None:
+                return pattern.sub(lambda m: table[m.group(0)], raw)
+        return raw
+
     def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
         """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
-        # The replay hot path of every substituted call: the helpers are inlined.
         stored = entry.result  # type: ignore[union-attr]
         if type(stored) is msgspec.Raw:  # the stored JSON itself (see cassette/_lazy.py)
             mapped = engine.recording.mapped
             if mapped is not None:
                 mapped.served(len(stored))
-            raw: Any = stored
-        else:
-            raw = result_json(stored)
-        roots, expander = self._last
-        if roots is not engine.roots:
-            expander = self._expander(engine.roots)
-        if expander is not None and expander[0].search(raw) is not None:
-            pattern, table = expander
-            raw = pattern.sub(lambda m: table[m.group(0)], raw)
-        try:
-            decoder = self._decoders[target]
-        except KeyError:
-            decoder = self._decoder(target)
+        raw = self._expanded(engine.roots, result_json(stored))
+        decoder = self._decoder(target)
         try:
             if decoder is not None:
                 return decoder.decode(raw)
@@ -104,10 +101,9 @@ class _RecordedJson:
 _ABSENT: Final = object()
 
 
-def same_but_paths(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:
-    """Whether ``today`` (raw data), already known to differ from ``recorded`` (scrubbed
-    data), is it with today's paths in place of the placeholders (``expand`` puts them
-    there). Callers compare ``recorded == today`` first, in C.
+def same_today(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:
+    """Whether ``today`` (raw data) is ``recorded`` (scrubbed data), or is it with today's
+    paths in place of the placeholders (``expand`` puts them there).
 
     The two are walked together, only where they differ: one C-level comparison settles
     each other part. Where they differ, the recorded text must be today's once its
@@ -115,6 +111,11 @@ def same_but_paths(recorded: Any, today: Any, expand: Callable[[str], str]) -> b
     alignment would take the call as the recorded one. False means nothing (a secret,
     another value): the caller goes the long way.
     """
+    return bool(recorded == today) or _walk(recorded, today, expand)
+
+
+def _walk(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:
+    """:func:`same_today` for two values already known to differ."""
     kind = type(recorded)
     if kind is not type(today):
         return False
@@ -132,14 +133,14 @@ def same_but_paths(recorded: Any, today: Any, expand: Callable[[str], str]) -> b
             if type(value) is str:
                 if type(other) is not str or "{" not in value or expand(value) != other:
                     return False
-            elif not same_but_paths(value, other, expand):
+            elif not _walk(value, other, expand):
                 return False
         return True
     if kind is list:
         if len(recorded) != len(today):
             return False
         for value, other in zip(recorded, today):  # noqa: B905 - the lengths are equal
-            if value != other and not same_but_paths(value, other, expand):
+            if value != other and not _walk(value, other, expand):
                 return False
         return True
     return False

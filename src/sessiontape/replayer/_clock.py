@@ -18,7 +18,6 @@ import math
 import operator
 import threading
 from collections.abc import Iterator
-from typing import Final
 
 from .._errors import UsageError
 from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL
@@ -26,8 +25,6 @@ from . import _timepatch
 from ._timepatch import IGNORED_MODULES
 
 __all__ = ["IGNORED_MODULES", "FakeClock"]
-
-_PAST_DATETIME: Final = "virtual wall time would pass the largest datetime (year 9999)"
 
 
 def _seconds_to_ns(seconds: float, what: str) -> int:
@@ -180,24 +177,21 @@ class FakeClock:
         target = ts_ns if type(ts_ns) is int else operator.index(ts_ns)
         if mono_ns is not None and type(mono_ns) is not int:
             mono_ns = operator.index(mono_ns)
-        with self._lock:  # _move_locked() inlined: this runs once or twice per call
+        with self._lock:
             wall = self._wall_ns
             mono = self._mono_ns
-            if target > wall:
-                if target > MAX_WALL_NS:
-                    raise OverflowError(_PAST_DATETIME)
-                self._wall_ns = target
-                if mono_ns is None:
-                    self._mono_ns = mono + (target - wall)
-                elif mono_ns > mono:
-                    self._mono_ns = mono_ns
-            elif mono_ns is not None and mono_ns > mono:
-                self._mono_ns = mono_ns
+            if mono_ns is None:
+                if target > wall:
+                    self._move_locked(target, mono + (target - wall))
+            elif target > wall:
+                self._move_locked(target, mono_ns if mono_ns > mono else mono)
+            elif mono_ns > mono:
+                self._move_locked(wall, mono_ns)
 
     def _move_locked(self, wall_ns: int, mono_ns: int) -> None:
         # Checked before anything changes, so a failed move leaves the clock as it was.
         if wall_ns > MAX_WALL_NS:
-            raise OverflowError(_PAST_DATETIME)
+            raise OverflowError("virtual wall time would pass the largest datetime (year 9999)")
         self._wall_ns = wall_ns
         self._mono_ns = mono_ns
 
