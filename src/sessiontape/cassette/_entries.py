@@ -24,6 +24,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_NS",
     "MAX_SEQ",
+    "PRESET_BOUNDARIES",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -298,18 +299,23 @@ Entry = (
 CallEntry = ProcessCall | AgentTurn | StoreMutation | Call
 
 
+#: The presets' boundary names, by entry kind (a generic :class:`Call` carries its own).
+PRESET_BOUNDARIES: Final[dict[type, str]] = {
+    ProcessCall: BOUNDARY_PROCESS,
+    AgentTurn: BOUNDARY_AGENT,
+    StoreMutation: BOUNDARY_STORE,
+}
+
+
 def boundary_of(entry: Entry) -> str | None:
     """The boundary name an entry belongs to, or ``None`` for session metadata.
 
-    The three presets have fixed names (``process``, ``agent``, ``store``); a generic
+    The three presets have fixed names (:data:`PRESET_BOUNDARIES`); a generic
     :class:`Call` carries its own.
     """
-    if isinstance(entry, ProcessCall):
-        return BOUNDARY_PROCESS
-    if isinstance(entry, AgentTurn):
-        return BOUNDARY_AGENT
-    if isinstance(entry, StoreMutation):
-        return BOUNDARY_STORE
+    for kind, name in PRESET_BOUNDARIES.items():
+        if isinstance(entry, kind):
+            return name
     if isinstance(entry, Call):
         return entry.boundary
     return None

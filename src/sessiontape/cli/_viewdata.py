@@ -24,10 +24,8 @@ from typing import Any, Final, final
 import msgspec
 
 from ..cassette import (
-    BOUNDARY_AGENT,
-    BOUNDARY_PROCESS,
-    BOUNDARY_STORE,
     LAZY_KINDS,
+    PRESET_BOUNDARIES,
     AgentTurn,
     Call,
     Entry,
@@ -218,16 +216,16 @@ _Facts = tuple[int, str, "int | None", int, int, "str | None", int, int]
 def _facts_maker(cls: type) -> typing.Callable[[Any], _Facts]:
     """The function giving the row facts of an entry of type ``cls`` (a public kind)."""
     kind = list(KIND_OF_TYPE).index(cls)
+    fixed = PRESET_BOUNDARIES.get(cls)  # None for a Call: it names its own
     if cls is ProcessCall:
 
         def process(e: Any) -> _Facts:
             failed = e.returncode != 0 or e.timed_out or e.spawn_error is not None
-            return (e.seq, e.worker, e.parent, e.mono_ns, kind, BOUNDARY_PROCESS,
+            return (e.seq, e.worker, e.parent, e.mono_ns, kind, fixed,
                     e.duration_ns, _ERROR if failed else _OK)  # fmt: skip
 
         return process
     if cls in (AgentTurn, StoreMutation, Call):
-        fixed = {AgentTurn: BOUNDARY_AGENT, StoreMutation: BOUNDARY_STORE}.get(cls)
 
         def method(e: Any) -> _Facts:
             return (e.seq, e.worker, e.parent, e.mono_ns, kind,

@@ -12,19 +12,13 @@ from collections import deque
 from typing import Final
 
 from ..cassette import (
-    BOUNDARY_AGENT,
-    BOUNDARY_PROCESS,
     BOUNDARY_STORE,
-    AgentTurn,
+    LAZY_KINDS,
+    PRESET_BOUNDARIES,
     BoundaryKind,
     Call,
     CallEntry,
-    LazyAgentTurn,
-    LazyProcessCall,
-    LazyStoreMutation,
-    ProcessCall,
     Recording,
-    StoreMutation,
 )
 
 __all__ = ["QueueKey", "TapeIndex"]
@@ -34,13 +28,10 @@ QueueKey = tuple[str, str]
 
 _SUBSTITUTE: Final = BoundaryKind.SUBSTITUTE.value
 #: The presets' boundaries by exact entry type (both forms: as loaded, and for replay).
-_PRESET: Final[dict[type, str]] = {
-    ProcessCall: BOUNDARY_PROCESS,
-    LazyProcessCall: BOUNDARY_PROCESS,
-    AgentTurn: BOUNDARY_AGENT,
-    LazyAgentTurn: BOUNDARY_AGENT,
-    StoreMutation: BOUNDARY_STORE,
-    LazyStoreMutation: BOUNDARY_STORE,
+_PRESET: Final[dict[type, str]] = PRESET_BOUNDARIES | {
+    lazy: PRESET_BOUNDARIES[public]
+    for lazy, public in LAZY_KINDS.items()
+    if public in PRESET_BOUNDARIES
 }
 
 
