@@ -188,3 +188,37 @@ def test_recorded_markup_stays_text(page: Page, browser: object, tmp_path: objec
     stdout = page.locator("#detail table.fields tr", has=page.locator("td.name", has_text="stdout"))
     assert stdout.locator("pre").text_content() == f"{markup}\n"
     assert page.locator("img").count() == 0
+
+
+def test_a_long_output_shows_as_text_clipped(page: Page, tmp_path: object) -> None:
+    """The report clips a long output as JSON, undecoded: the page shows the text it
+    begins (newlines, tabs, quotes and backslashes as themselves) and how much more."""
+    from pathlib import Path
+
+    import msgspec
+
+    from sessiontape.cli import main
+    from sessiontape.cli._viewdata import REPORT_LIMIT
+
+    from .conftest import Echo
+
+    folder = Path(str(tmp_path))
+    tape_path = folder / "long.jsonl"
+    words = "".join(f'line {i}\tsays "hi" \\ back\n' for i in range(100))
+    with sessiontape.record(tape_path) as tape:
+        tape.process_runner(Echo()).run(["echo", words], text=True)
+        tape.finish()
+    out = folder / "long.html"
+    assert main(["report", str(tape_path), "-o", str(out)]) == 0
+    page.goto(out.as_uri())
+    page.wait_for_selector(ROWS)
+    page.locator('#layer .row[data-seq="1"]').click()
+    stdout = page.locator("#detail table.fields tr", has=page.locator("td.name", has_text="stdout"))
+    shown = stdout.locator("pre").text_content() or ""
+    more = len(msgspec.json.encode(f"{words}\n")) - REPORT_LIMIT
+    note = f"… ({more:,} more bytes of JSON in the cassette)"
+    assert shown.endswith(note)
+    text = shown.removesuffix(note)
+    assert f"{words}\n".startswith(text)
+    assert text.count("\n") >= 10  # escapes shown as what they stand for
+    assert len(text) >= REPORT_LIMIT - 100  # at most one escape's bytes per 6 dropped

@@ -275,7 +275,9 @@ def test_long_values_are_clipped_in_the_details(
     out = tmp_path / "run.html"
     assert cli("report", tape, "-o", out).code == 0
     _, details = unpack(out)
-    assert details[6]["stdout"] == "x" * REPORT_LIMIT + "… (100 more characters in the cassette)"
+    # An output is clipped as the JSON the tape holds, never decoded (the page shows the
+    # text it begins): its first bytes, and how many more.
+    assert details[6]["stdout"] == {CLIPPED: '"' + "x" * (REPORT_LIMIT - 1), MORE: 102}
     assert details[6]["argv"] == ["git", "merge", "task/t1"]  # short values stay whole
     # A value that is not a string is clipped as JSON: its first bytes, and how many more.
     big = {"k": list(range(300))}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,15 @@ import pytest
 
 import sessiontape
 from sessiontape import Blob, ErrorInfo, ProcessCall
-from sessiontape.cassette import LazyProcessCall, encode_entry, load_for_replay
+from sessiontape.cassette import (
+    LazyProcessCall,
+    Recording,
+    ViewProcessCall,
+    encode_entry,
+    load_for_replay,
+    load_for_view,
+)
+from sessiontape.cli._common import KIND_OF_TYPE
 from sessiontape.cli._viewdata import (
     CLIPPED,
     MORE,
@@ -43,18 +52,36 @@ def test_pack_gives_the_text_and_details_of_every_corpus_entry(path: Path, limit
         assert _same(values, detail_values(entry, limit)), entry.seq
 
 
+def _clipped_json(stored: object, whole: bytes, limit: int) -> bool:
+    """Whether ``stored`` is the JSON ``whole`` clipped: its first bytes (``limit`` at
+    most), and how many more."""
+    if not (isinstance(stored, dict) and set(stored) == {CLIPPED, MORE}):
+        return False
+    head = stored[CLIPPED].encode()
+    return len(head) <= limit and whole.startswith(head) and stored[MORE] == len(whole) - len(head)
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
 @pytest.mark.parametrize("limit", [40, 400])
-def test_a_tape_loaded_as_replay_loads_it_packs_the_same(path: Path, limit: int) -> None:
-    # The report loads lazily (outputs and results kept as their JSON): same page data.
+@pytest.mark.parametrize("loader", [load_for_replay, load_for_view])
+def test_a_tape_loaded_as_json_packs_what_it_shows_loaded(
+    path: Path, limit: int, loader: Callable[[Path], Recording]
+) -> None:
+    # The report loads a tape with outputs, results and arguments kept as their JSON:
+    # each value is what the eager entry gives, or a text the eager entry clips by
+    # characters (or holds whole) is clipped as the JSON it is stored as.
     eager = sessiontape.load(path).entries
-    lazy = load_for_replay(path).entries
-    assert any(type(a) is not type(b) for a, b in zip(eager, lazy, strict=True))
-    for entry, same in zip(eager, lazy, strict=True):
+    kept = loader(path).entries
+    assert any(type(a) is not type(b) for a, b in zip(eager, kept, strict=True))
+    for entry, same in zip(eager, kept, strict=True):
         assert pack(same, limit)[0] == pack(entry, limit)[0], entry.seq
-        assert _same(pack(same, limit)[1], pack(entry, limit)[1]), entry.seq
+        fields = SCHEMA[KIND_OF_TYPE[type(entry)]]
+        pairs = zip(fields, pack(same, limit)[1], pack(entry, limit)[1], strict=True)
+        for field, stored, value in pairs:
+            whole = msgspec.json.encode(getattr(entry, field))
+            assert _same(stored, value) or _clipped_json(stored, whole, limit), (entry.seq, field)
     assert _same(
-        build_rows(load_for_replay(path), set()).columns(),
+        build_rows(loader(path), set()).columns(),
         build_rows(sessiontape.load(path), set()).columns(),
     )
 
@@ -88,10 +115,16 @@ def test_process_calls_are_clipped_field_by_field() -> None:
     assert values["spawn_error"] == {"type": "E", "message": "m"}
     api = msgspec.json.decode(msgspec.json.encode(entry_object(entry, 30)))
     assert api == {"kind": "process", **values}
-    # The same call loaded lazily (its outputs still JSON) gives the same values.
-    lazy = msgspec.json.decode(encode_entry(entry), type=LazyProcessCall)
-    assert _values(lazy, 30) == values
-    assert _values(lazy, 31) == _values(entry, 31)
+    # The same call loaded as JSON (a replay's outputs; the report's payloads and env
+    # too): the same values, but a long output is clipped as the JSON it is stored as.
+    stdout = msgspec.json.encode(long)  # '"' and 50 two-byte characters
+    for kind in (LazyProcessCall, ViewProcessCall):
+        kept = msgspec.json.decode(encode_entry(entry), type=kind)
+        # At 30 the cut would split the 15th character: it moves back to 29.
+        clipped = {CLIPPED: stdout[:29].decode(), MORE: len(stdout) - 29}
+        assert _values(kept, 30) == {**values, "stdout": clipped}
+        clipped = {CLIPPED: stdout[:31].decode(), MORE: len(stdout) - 31}
+        assert _values(kept, 31) == {**_values(entry, 31), "stdout": clipped}
 
 
 def test_rows_are_columns_with_status_depth_and_text(record_session: Recorder) -> None:

@@ -37,18 +37,24 @@ from ._entries import (
 )
 from ._lazy import (
     LAZY_KINDS,
+    VIEW_KINDS,
     LazyAgentTurn,
     LazyCall,
     LazyEntry,
     LazyProcessCall,
     LazyStoreMutation,
+    ViewAgentTurn,
+    ViewCall,
+    ViewEntry,
+    ViewProcessCall,
+    ViewStoreMutation,
     eager,
     process_payloads,
     result_json,
     stored,
     stored_result,
 )
-from ._loader import is_cassette, line_numbers, load, load_for_replay, loads
+from ._loader import is_cassette, line_numbers, load, load_for_replay, load_for_view, loads
 from ._mapped import MappedFile
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
@@ -74,6 +80,7 @@ __all__ = [
     "MAX_SEQ",
     "PRESET_BOUNDARIES",
     "SIDECAR_SUFFIX",
+    "VIEW_KINDS",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -103,6 +110,11 @@ __all__ = [
     "StoreMutation",
     "StoreSnapshot",
     "Usage",
+    "ViewAgentTurn",
+    "ViewCall",
+    "ViewEntry",
+    "ViewProcessCall",
+    "ViewStoreMutation",
     "beside",
     "boundary_of",
     "digest",
@@ -112,6 +124,7 @@ __all__ = [
     "line_numbers",
     "load",
     "load_for_replay",
+    "load_for_view",
     "loads",
     "open_private",
     "process_payloads",

@@ -35,11 +35,17 @@ from ._entries import (
 
 __all__ = [
     "LAZY_KINDS",
+    "VIEW_KINDS",
     "LazyAgentTurn",
     "LazyCall",
     "LazyEntry",
     "LazyProcessCall",
     "LazyStoreMutation",
+    "ViewAgentTurn",
+    "ViewCall",
+    "ViewEntry",
+    "ViewProcessCall",
+    "ViewStoreMutation",
     "eager",
     "process_payloads",
     "result_json",
@@ -103,6 +109,67 @@ LAZY_KINDS: Final[dict[type[Any], type[Any]]] = {
     LazyAgentTurn: AgentTurn,
     LazyStoreMutation: StoreMutation,
     LazyCall: Call,
+}
+
+
+# Entries loaded to be shown (``load_for_view``): a tool that shows a tape, rather than
+# replaying it, matches nothing, so the arguments, the environment and stdin stay their
+# stored JSON as well. The report of a long tape embeds them as they are (or clipped),
+# never decoding them into lists and dicts only to encode them again.
+
+_EMPTY_LIST: Final = msgspec.Raw(b"[]")
+_EMPTY_DICT: Final = msgspec.Raw(b"{}")
+
+
+class ViewProcessCall(LazyProcessCall, frozen=True, kw_only=True, gc=False, tag="process"):
+    """A :class:`LazyProcessCall` whose ``env`` and ``input`` are their stored JSON too."""
+
+    env: msgspec.Raw = _NULL  # type: ignore[assignment]
+    input: msgspec.Raw = _NULL  # type: ignore[assignment]
+
+
+class ViewAgentTurn(LazyAgentTurn, frozen=True, kw_only=True, gc=False, tag="agent_turn"):
+    """A :class:`LazyAgentTurn` whose ``args`` and ``kwargs`` are their stored JSON too."""
+
+    args: msgspec.Raw = _EMPTY_LIST  # type: ignore[assignment]
+    kwargs: msgspec.Raw = _EMPTY_DICT  # type: ignore[assignment]
+
+
+class ViewStoreMutation(
+    LazyStoreMutation, frozen=True, kw_only=True, gc=False, tag="store_mutation"
+):
+    """A :class:`LazyStoreMutation` whose ``args`` and ``kwargs`` are their stored JSON too."""
+
+    args: msgspec.Raw = _EMPTY_LIST  # type: ignore[assignment]
+    kwargs: msgspec.Raw = _EMPTY_DICT  # type: ignore[assignment]
+
+
+class ViewCall(LazyCall, frozen=True, kw_only=True, gc=False, tag="call"):
+    """A :class:`LazyCall` whose ``args`` and ``kwargs`` are their stored JSON too."""
+
+    args: msgspec.Raw = _EMPTY_LIST  # type: ignore[assignment]
+    kwargs: msgspec.Raw = _EMPTY_DICT  # type: ignore[assignment]
+
+
+#: Every entry kind as the loader for tools that show a tape decodes it.
+ViewEntry = (
+    SessionStart
+    | SessionResume
+    | StoreSnapshot
+    | ViewProcessCall
+    | ViewAgentTurn
+    | ViewStoreMutation
+    | ViewCall
+    | Error
+    | SessionEnd
+)
+
+#: Each kind of :data:`ViewEntry` kept as JSON, and the public kind it stands for.
+VIEW_KINDS: Final[dict[type[Any], type[Any]]] = {
+    ViewProcessCall: ProcessCall,
+    ViewAgentTurn: AgentTurn,
+    ViewStoreMutation: StoreMutation,
+    ViewCall: Call,
 }
 
 

@@ -22,14 +22,15 @@ import msgspec
 
 from .._errors import CassetteError
 from ._entries import FORMAT_VERSION, Entry
-from ._lazy import LazyEntry
+from ._lazy import LazyEntry, ViewEntry
 from ._mapped import MAP_AT, MappedFile
 from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "line_numbers", "load", "load_for_replay", "loads"]
+__all__ = ["is_cassette", "line_numbers", "load", "load_for_replay", "load_for_view", "loads"]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _LAZY_DECODER: Final = msgspec.json.Decoder(LazyEntry)
+_VIEW_DECODER: Final = msgspec.json.Decoder(ViewEntry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -302,7 +303,22 @@ def load_for_replay(path: str | os.PathLike[str]) -> Recording:
     The same checks and errors as :func:`load`; a damaged tape is loaded as :func:`load`
     loads it (its valid prefix, or a :class:`CassetteError` naming the line).
     """
-    name = os.fspath(path)
+    return _load_lazily(os.fspath(path), _LAZY_DECODER)
+
+
+def load_for_view(path: str | os.PathLike[str]) -> Recording:
+    """Load a cassette to show it (``sessiontape report``): as :func:`load_for_replay`,
+    and a call's arguments, environment and stdin stay their stored JSON as well.
+
+    What stays JSON is not checked against its field's type: a tool that shows a tape
+    shows such a value as the tape holds it. Everything else is checked as :func:`load`
+    checks it.
+    """
+    return _load_lazily(os.fspath(path), _VIEW_DECODER)
+
+
+def _load_lazily(name: str, decoder: msgspec.json.Decoder[Any]) -> Recording:
+    """Load ``name`` with ``decoder``, a tape past :data:`MAP_AT` mapped into memory."""
     fd, size = _open_regular_file(name)
     mapped: MappedFile | None = None
     try:
@@ -317,12 +333,12 @@ def load_for_replay(path: str | os.PathLike[str]) -> Recording:
     if mapped is None:
         newline = data.find(b"\n")
         _check_start(data if newline < 0 else data[:newline], newline >= 0, bool(data), name)
-        entries, torn = _decode_all(data, name, _LAZY_DECODER)
+        entries, torn = _decode_all(data, name, decoder)
         return _recording(entries, name, torn, lambda: data)
     first, whole = mapped.first_line()
     _check_start(first, whole, True, name)
     windows = mapped.windows()
-    decoded = _decode_fast(lambda: [e for w in windows for e in _LAZY_DECODER.decode_lines(w)])
+    decoded = _decode_fast(lambda: [e for w in windows for e in decoder.decode_lines(w)])
     if decoded is None:  # a bad line: read as load() reads it, to name it or keep a prefix
         return loads(mapped.mapping[:], path=name)
     recording = _recording(decoded, name, False, lambda: mapped.mapping[:])

@@ -18,15 +18,15 @@ import queue
 import sys
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Final, final
 
 import msgspec
 
-from ..cassette import Entry, load_for_replay
+from ..cassette import Entry, Recording, load_for_view
 from ._common import CommandError, Progress, plural, write_atomic
-from ._receipt import add_receipt_argument, marks, read_receipt
+from ._receipt import ReceiptReport, add_receipt_argument, marks, read_receipt
 from ._viewdata import build_rows, cassette_data, pack
 from ._viewer import page
 
@@ -148,50 +148,65 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"{args.output} is the cassette itself; name another file for the page (-o run.html)."
         )
-    # Loaded as a replay loads it: outputs and results stay their JSON, which the page
-    # embeds as it is (or clipped), rather than decoded and encoded again.
-    recording = load_for_replay(args.path)
+    # Loaded to be shown: outputs, results, arguments, environments and stdin stay their
+    # JSON, which the page embeds as it is (or clipped), never decoded and encoded again.
+    recording = load_for_view(args.path)
     reports = None
     if args.receipt:
         reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)
     marked = marks(reports or ())
     title = f"sessiontape: {recording.header.entrypoint or recording.header.run_id}"
+    tape, entries = recording.path, len(recording)
     writer = _PageWriter(args.output, title, ["st-details", "st-text", "st-rows"])
     with _short_switches():
         writer.start()
         try:
-            # The biggest blobs first: the thread compresses and writes each while the
-            # main thread makes the next (the rows' texts come out of the details' pass).
-            texts: list[str] = []
-            entries = Progress("report", len(recording)).iter(recording.entries)
-            for chunk in _chunks(entries, _CHUNK):
-                packed = [pack(e) for e in chunk]
-                texts += [text for text, _ in packed]
-                writer.feed(_LINES.encode_lines([values for _, values in packed]))
-            writer.end_blob()
-            writer.feed(msgspec.json.encode(texts))
-            writer.end_blob()
-            rows = build_rows(recording, marked, texts=texts)
-            name = os.path.basename(recording.path)
-            data = cassette_data(name, recording, rows, reports, args.receipt)
-            columns = rows.columns()
-            del columns["text"]  # in st-text
-            writer.feed(msgspec.json.encode({"cassette": data, "columns": columns}))
-            writer.end_blob()
+            lanes = _feed(writer, recording, marked, reports, args.receipt)
+            # Freed now, while the thread compresses and writes the last blob.
+            del recording
         finally:
             writer.close()
     size = os.path.getsize(args.output)
-    tape = os.path.getsize(recording.path)
+    tape_size = os.path.getsize(tape)
     extra = ""
     if reports is not None:
         count = sum(len(seqs) for seqs in marked.values())
         extra = f", {plural(count, 'mismatch', 'mismatches')} marked"
     print(
-        f"wrote {args.output}: {plural(len(recording), 'entry', 'entries')} in "
-        f"{plural(len(rows.workers), 'swimlane')}{extra}; {_size(size)}, "
-        f"{size / tape:.0%} of the cassette's {_size(tape)}."
+        f"wrote {args.output}: {plural(entries, 'entry', 'entries')} in "
+        f"{plural(lanes, 'swimlane')}{extra}; {_size(size)}, "
+        f"{size / tape_size:.0%} of the cassette's {_size(tape_size)}."
     )
     return 0
+
+
+def _feed(
+    writer: _PageWriter,
+    recording: Recording,
+    marked: Collection[int],
+    reports: Sequence[ReceiptReport] | None,
+    receipt: str | None,
+) -> int:
+    """Pack ``recording`` and feed it to ``writer``, blob by blob; return its swimlanes."""
+    # The biggest blobs first: the thread compresses and writes each while the main
+    # thread makes the next (the rows' texts come out of the details' pass).
+    texts: list[str] = []
+    entries = Progress("report", len(recording)).iter(recording.entries)
+    for chunk in _chunks(entries, _CHUNK):
+        packed = [pack(e) for e in chunk]
+        texts += [text for text, _ in packed]
+        writer.feed(_LINES.encode_lines([values for _, values in packed]))
+    writer.end_blob()
+    writer.feed(msgspec.json.encode(texts))
+    writer.end_blob()
+    rows = build_rows(recording, marked, texts=texts)
+    name = os.path.basename(recording.path)
+    data = cassette_data(name, recording, rows, reports, receipt)
+    columns = rows.columns()
+    del columns["text"]  # in st-text
+    writer.feed(msgspec.json.encode({"cassette": data, "columns": columns}))
+    writer.end_blob()
+    return len(rows.workers)
 
 
 def _size(n: int) -> str:

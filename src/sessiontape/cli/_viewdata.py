@@ -26,6 +26,7 @@ import msgspec
 from ..cassette import (
     LAZY_KINDS,
     PRESET_BOUNDARIES,
+    VIEW_KINDS,
     AgentTurn,
     Call,
     Entry,
@@ -33,9 +34,10 @@ from ..cassette import (
     ProcessCall,
     Recording,
     StoreMutation,
-    stored,
+    ViewProcessCall,
 )
 from ..report import format_ms
+from ._clip import CLIPPED, MORE, clip_json, clip_raw, clip_text
 from ._common import KIND_OF_TYPE, KINDS, CallTree, recorded_duration, what
 from ._receipt import ReceiptReport
 from ._show import crash_note
@@ -241,9 +243,10 @@ def _facts_maker(cls: type) -> typing.Callable[[Any], _Facts]:
     return other
 
 
-#: An entry's public kind, for the lazy ones too (the report loads a tape as a replay
-#: does: outputs and results kept as their JSON; see ``cassette/_lazy.py``).
-_PUBLIC: Final[dict[type, type]] = {t: t for t in typing.get_args(Entry)} | LAZY_KINDS
+#: An entry's public kind, for the lazy ones too (a replay's, outputs and results kept as
+#: their JSON, and the report's, its arguments, environments and stdin too; see
+#: ``cassette/_lazy.py``).
+_PUBLIC: Final[dict[type, type]] = {t: t for t in typing.get_args(Entry)} | LAZY_KINDS | VIEW_KINDS
 
 #: Each entry type's row facts function (:func:`build_rows`), the lazy types too.
 _FACTS: Final = {cls: _facts_maker(public) for cls, public in _PUBLIC.items()}
@@ -257,8 +260,10 @@ def _brief(raw: bytes, strip: bool = False) -> str:
     return text if len(text) <= _VALUE_WIDTH else text[: _VALUE_WIDTH - 1] + "…"
 
 
-def _process_text(entry: ProcessCall) -> str:
-    command = " ".join(entry.argv)
+def _process_text(entry: ProcessCall, command: str | None = None) -> str:
+    """``argv -> exit N`` (``command`` is the argv joined, when the caller has it)."""
+    if command is None:
+        command = " ".join(entry.argv)
     if len(command) > TEXT_WIDTH:
         command = command[: TEXT_WIDTH - 1] + "…"
     if entry.spawn_error is not None:
@@ -282,9 +287,9 @@ def _method_name(entry: _Method) -> str:
 
 def _method_text(entry: _Method, args: bytes, kwargs: bytes, result: bytes) -> str:
     """``name(args) -> result``, from the encoded arguments and result."""
-    shown = _brief(args, strip=True) if entry.args else ""
-    if entry.kwargs:
-        named = _brief(kwargs, strip=True)
+    shown = _brief(args, strip=True)
+    named = _brief(kwargs, strip=True)
+    if named:
         shown = f"{shown}, {named}" if shown else named
     if entry.error is not None:
         outcome = f"{entry.error.type}: {entry.error.message}"
@@ -318,34 +323,10 @@ _DATA_AT: Final[dict[type, tuple[int, ...]]] = {
     for cls in typing.get_args(Entry)
 }
 
-#: Where a process call's ``stdout`` and ``stderr`` are among its values.
-_PAYLOAD_AT: Final = frozenset(ProcessCall.__struct_fields__.index(f) for f in ("stdout", "stderr"))
-
 
 def _short_raw(value: Any, limit: int) -> bool:
-    """Whether a lazy output is a JSON string short enough to be shown as it is stored
-    (its JSON, ``limit`` bytes at most, holds at most ``limit`` characters)."""
-    return (
-        type(value) is msgspec.Raw and len(value) <= limit and bytes(memoryview(value)[:1]) == b'"'
-    )
-
-
-#: Marks a value whose JSON was clipped: ``{CLIPPED: "<its first characters>", MORE: n}``.
-CLIPPED: Final = "$clipped_json"
-MORE: Final = "$more_bytes"
-
-
-def _clip_text(value: str, limit: int) -> str:
-    return f"{value[:limit]}… ({len(value) - limit:,} more characters in the cassette)"
-
-
-def _clip_raw(raw: bytes, limit: int) -> Any:
-    """Encoded JSON as it is, or its first ``limit`` bytes when it is longer."""
-    if len(raw) <= limit:
-        return msgspec.Raw(raw)
-    while raw[limit] & 0xC0 == 0x80:  # not in the middle of a character's UTF-8 bytes
-        limit -= 1
-    return {CLIPPED: raw[:limit].decode("utf-8"), MORE: len(raw) - limit}
+    """Whether a lazy payload is stored JSON short enough to be shown as it is stored."""
+    return type(value) is msgspec.Raw and len(value) <= limit
 
 
 def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
@@ -353,29 +334,25 @@ def detail_values(entry: Entry, limit: int = REPORT_LIMIT) -> list[Any]:
 
     A recorded string longer than ``limit`` characters keeps its first ``limit`` and says
     how many more the cassette holds. Any other recorded value (arguments, a result, an
-    environment) whose JSON is longer than ``limit`` bytes is replaced by its first
-    ``limit`` bytes of JSON, as ``{CLIPPED: text, MORE: bytes left}``. Numbers, flags and
-    names are kept as they are. Each value is encoded once: the small ones come back as
-    ``msgspec.Raw``.
+    environment), and any value the entry holds as stored JSON, whose JSON is longer than
+    ``limit`` bytes is replaced by its first ``limit`` bytes of JSON, as ``{CLIPPED:
+    text, MORE: bytes left}`` (see ``_clip.py``). Numbers, flags and names are kept as
+    they are. Each value is encoded once: the small ones come back as ``msgspec.Raw``.
     """
     values = list(_astuple(entry))
     for at in _DATA_AT[_PUBLIC[type(entry)]]:
-        value = values[at]
-        if value is None:
-            continue
-        if type(value) is msgspec.Raw:  # a lazy output (a string, a blob) or result
-            if at not in _PAYLOAD_AT:  # a result: its JSON as stored
-                values[at] = _clip_raw(bytes(value), limit)
-                continue
-            value = values[at] = stored(value)  # an output: as the eager entry holds it
-            if value is None:
-                continue
-        if type(value) is str:
-            if len(value) > limit:
-                values[at] = _clip_text(value, limit)
-        else:
-            values[at] = _clip_raw(_encode(value), limit)
+        if values[at] is not None:
+            values[at] = _clip_value(values[at], limit)
     return values
+
+
+def _clip_value(value: Any, limit: int) -> Any:
+    """A recorded value as :func:`detail_values` shows it."""
+    if type(value) is msgspec.Raw:  # stored JSON (a lazy output, result, argument...)
+        return clip_json(value, limit)
+    if type(value) is str:
+        return value if len(value) <= limit else clip_text(value, limit)
+    return clip_raw(_encode(value), limit)
 
 
 # Where a method call's args, kwargs, result and error are among its values, by type.
@@ -409,16 +386,48 @@ def _pack_process(entry: ProcessCall, limit: int) -> tuple[str, Sequence[Any]]:
     return _process_text(entry), detail_values(entry, limit)
 
 
+#: Where the values a report's process call keeps as JSON are among its values.
+_VIEW_RAW_AT: Final = tuple(
+    ProcessCall.__struct_fields__.index(f) for f in ("env", "input", "stdout", "stderr")
+)
+
+
+def _pack_view_process(entry: ViewProcessCall, limit: int) -> tuple[str, Sequence[Any]]:
+    """:func:`_pack_process` for the report's entries, whose payloads and environment are
+    their stored JSON: a value of at most ``limit`` bytes of JSON is shown as it is."""
+    command = " ".join(entry.argv)
+    # A long argv, a spawn error, a conversation: clipped field by field. (Each character
+    # of an argv takes at most six bytes of JSON, and its quotes and commas three more.)
+    if (
+        entry.spawn_error is not None
+        or entry.chunks
+        or (6 * len(command) + 8 > limit and len(_encode(entry.argv)) > limit)
+    ):
+        return _process_text(entry, command), detail_values(entry, limit)
+    values: Sequence[Any] = _astuple(entry)
+    if (
+        len(entry.stdout) > limit
+        or len(entry.stderr) > limit
+        or len(entry.input) > limit
+        or len(entry.env) > limit
+    ):
+        values = list(values)
+        for at in _VIEW_RAW_AT:
+            if len(values[at]) > limit:
+                values[at] = clip_json(values[at], limit)
+    return _process_text(entry, command), values
+
+
 def _pack_method(entry: _Method, limit: int) -> tuple[str, Sequence[Any]]:
     # The arguments and the result are what both the text and the details show.
     args, kwargs, result = _encode(entry.args), _encode(entry.kwargs), _encode(entry.result)
     values = list(_astuple(entry))
     at_args, at_kwargs, at_result, at_error = _METHOD_AT[_PUBLIC[type(entry)]]  # type: ignore[index]
-    values[at_args] = _clip_raw(args, limit)
-    values[at_kwargs] = _clip_raw(kwargs, limit)
-    values[at_result] = _clip_raw(result, limit)
+    values[at_args] = clip_raw(args, limit)
+    values[at_kwargs] = clip_raw(kwargs, limit)
+    values[at_result] = clip_raw(result, limit)
     if entry.error is not None:
-        values[at_error] = _clip_raw(_encode(entry.error), limit)
+        values[at_error] = clip_raw(_encode(entry.error), limit)
     return _method_text(entry, args, kwargs, result), values
 
 
@@ -434,6 +443,12 @@ _PACK: Final[dict[type, Any]] = {
 }
 
 
+#: The packing function of every entry type, the lazy ones too.
+_PACK_TYPE: Final[dict[type, Any]] = {
+    cls: _PACK.get(public, _pack_other) for cls, public in _PUBLIC.items()
+} | {ViewProcessCall: _pack_view_process}
+
+
 def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
     """:func:`row_text` and :func:`detail_values` at once, each value encoded once.
 
@@ -441,7 +456,7 @@ def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
     a process call with nothing to clip is encoded as it is, and the arguments and
     result of a method call, which both the text and the details show, are encoded once.
     """
-    packed: tuple[str, Sequence[Any]] = _PACK.get(_PUBLIC[type(entry)], _pack_other)(entry, limit)
+    packed: tuple[str, Sequence[Any]] = _PACK_TYPE[type(entry)](entry, limit)
     return packed
 
 
@@ -491,7 +506,7 @@ def _info(recording: Recording, duration: int) -> list[tuple[str, str]]:
     if header.config is not None:
         config = _encode(header.config).decode()
         if len(config) > REPORT_LIMIT:
-            config = _clip_text(config, REPORT_LIMIT)
+            config = clip_text(config, REPORT_LIMIT)
         rows.append(("config", config))
     return rows
 

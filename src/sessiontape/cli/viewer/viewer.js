@@ -290,11 +290,27 @@ function value(v) {
   if (v === null || v === undefined) return el('span', 'null', 'null');
   if (typeof v === 'string') return el('pre', '', v);
   if (typeof v === 'object' && !Array.isArray(v) && CLIPPED in v && MORE in v && Object.keys(v).length === 2) {
-    const pre = el('pre', '', v[CLIPPED]);
+    const text = textOfClipped(v[CLIPPED]);
+    const pre = el('pre', '', text === null ? v[CLIPPED] : text);
     pre.append(el('span', 'clipped', `… (${v[MORE].toLocaleString('en')} more bytes of JSON in the cassette)`));
     return pre;
   }
   return el('pre', '', JSON.stringify(v, null, 2));
+}
+
+// The text that the first bytes of a clipped JSON string begin: the report clips a long
+// output as JSON, without decoding it (sessiontape/cli/_clip.py), so the cut may fall
+// inside an escape. null when the clipped JSON is not a string.
+function textOfClipped(json) {
+  if (!json.startsWith('"')) return null;
+  let end = json.length;
+  for (let tries = 0; tries < 8 && end > 0; tries++) {
+    let run = 0; // a cut after an odd run of backslashes splits the escape it starts
+    while (run < end && json[end - 1 - run] === '\\') run++;
+    if (run % 2 === 1) { end--; continue; }
+    try { return JSON.parse(json.slice(0, end) + '"'); } catch (e) { end--; } // inside \uXXXX
+  }
+  return null;
 }
 
 function linkButton(label, seq) {
