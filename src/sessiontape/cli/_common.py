@@ -273,19 +273,28 @@ class CallTree:
     __slots__ = ("children", "depth", "root_of")
 
     def __init__(self, entries: Iterable[Entry]) -> None:
+        links = [(entry.seq, entry.parent) for entry in entries]
+        self._link([seq for seq, _ in links], [parent for _, parent in links])
+
+    @classmethod
+    def of(cls, seqs: Sequence[int], parents: Sequence[int | None]) -> CallTree:
+        """The tree of the entries with these seqs and parents (in seq order)."""
+        tree = cls.__new__(cls)
+        tree._link(seqs, parents)
+        return tree
+
+    def _link(self, seqs: Sequence[int], parents: Sequence[int | None]) -> None:
+        # Every entry a root at depth 0 (in C), then those with a parent linked to it.
         self.children: dict[int, list[int]] = {}
-        self.depth: dict[int, int] = {}
-        self.root_of: dict[int, int] = {}
+        self.depth: dict[int, int] = dict.fromkeys(seqs, 0)
+        self.root_of: dict[int, int] = dict(zip(seqs, seqs, strict=True))
+        depth, root_of, children = self.depth, self.root_of, self.children
         # Seq order puts every parent before its children (seqs are reserved at call start).
-        for entry in entries:
-            seq, parent = entry.seq, entry.parent
-            if parent is not None and parent in self.depth and parent < seq:
-                self.children.setdefault(parent, []).append(seq)
-                self.depth[seq] = self.depth[parent] + 1
-                self.root_of[seq] = self.root_of[parent]
-            else:
-                self.depth[seq] = 0
-                self.root_of[seq] = seq
+        for seq, parent in zip(seqs, parents, strict=True):
+            if parent is not None and parent < seq and parent in depth:
+                children.setdefault(parent, []).append(seq)
+                depth[seq] = depth[parent] + 1
+                root_of[seq] = root_of[parent]
 
     def subtree(self, seq: int) -> Iterator[int]:
         """``seq`` and every seq nested under it, at any depth."""

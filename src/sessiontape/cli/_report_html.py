@@ -27,7 +27,7 @@ import msgspec
 from ..cassette import Entry, Recording, load_for_view
 from ._common import CommandError, Progress, plural, write_atomic
 from ._receipt import ReceiptReport, add_receipt_argument, marks, read_receipt
-from ._viewdata import build_rows, cassette_data, pack
+from ._viewdata import Facts, build_rows, cassette_data, pack_all
 from ._viewer import page
 
 __all__ = ["LEVEL", "SUMMARY", "add_arguments", "run"]
@@ -191,15 +191,17 @@ def _feed(
     # The biggest blobs first: the thread compresses and writes each while the main
     # thread makes the next (the rows' texts come out of the details' pass).
     texts: list[str] = []
+    facts: list[Facts] = []
     entries = Progress("report", len(recording)).iter(recording.entries)
     for chunk in _chunks(entries, _CHUNK):
-        packed = [pack(e) for e in chunk]
-        texts += [text for text, _ in packed]
-        writer.feed(_LINES.encode_lines([values for _, values in packed]))
+        chunk_texts, values, chunk_facts = pack_all(chunk)
+        texts += chunk_texts
+        facts += chunk_facts
+        writer.feed(_LINES.encode_lines(values))
     writer.end_blob()
     writer.feed(msgspec.json.encode(texts))
     writer.end_blob()
-    rows = build_rows(recording, marked, texts=texts)
+    rows = build_rows(recording, marked, texts=texts, facts=facts)
     name = os.path.basename(recording.path)
     data = cassette_data(name, recording, rows, reports, receipt)
     columns = rows.columns()

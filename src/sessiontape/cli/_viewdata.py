@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMA",
     "SERVE_LIMIT",
     "STATUSES",
+    "Facts",
     "Rows",
     "build_rows",
     "cassette_data",
@@ -56,6 +57,7 @@ __all__ = [
     "entry_object",
     "mismatch_data",
     "pack",
+    "pack_all",
     "row_text",
 ]
 
@@ -167,27 +169,33 @@ class Rows:
 
 
 def build_rows(
-    recording: Recording, mismatched: Collection[int] = (), *, texts: list[str] | None = None
+    recording: Recording,
+    mismatched: Collection[int] = (),
+    *,
+    texts: list[str] | None = None,
+    facts: list[Facts] | None = None,
 ) -> Rows:
     """The rows of ``recording``; entries whose seq is in ``mismatched`` get that status.
 
-    ``texts`` are the rows' texts when the caller has them already (from :func:`pack`).
+    ``texts`` and ``facts`` are the rows' texts and :func:`row_facts` when the caller has
+    them already (the report gathers them as it packs each entry, from :func:`pack_all`).
 
     One pass over the entries gathers each one's facts as a tuple (one call per entry,
     picked by its type), and ``zip`` turns the tuples into columns: this runs over every
     entry of tapes of a million entries, where a pass per column would touch every entry
-    once per column.
+    once per column (each a cache miss, on a long tape).
     """
     entries = recording.entries
-    rows = Rows(CallTree(entries))
-    depth = rows.tree.depth
-    base = recording.header.mono_ns
-    facts_of = _FACTS
+    if facts is None:
+        facts = [_FACTS[type(e)](e) for e in entries]
     seqs, names, parents, starts, kinds, found, durations, statuses = (
-        (list(column) for column in zip(*[facts_of[type(e)](e) for e in entries], strict=True))
+        (list(column) for column in zip(*facts, strict=True))
         if entries
         else ([], [], [], [], [], [], [], [])
     )
+    rows = Rows(CallTree.of(seqs, parents))
+    depth = rows.tree.depth
+    base = recording.header.mono_ns
     workers = {name: index for index, name in enumerate(dict.fromkeys(names))}
     boundaries = [name for name in dict.fromkeys(found) if name is not None]
     boundary_index: dict[str | None, int | None] = {n: i for i, n in enumerate(boundaries)}
@@ -212,16 +220,16 @@ def build_rows(
 
 #: What a row needs of an entry: seq, worker, parent, start, kind (its index in
 #: ``KINDS``), boundary name, duration and status.
-_Facts = tuple[int, str, "int | None", int, int, "str | None", int, int]
+Facts = tuple[int, str, "int | None", int, int, "str | None", int, int]
 
 
-def _facts_maker(cls: type) -> typing.Callable[[Any], _Facts]:
+def _facts_maker(cls: type) -> typing.Callable[[Any], Facts]:
     """The function giving the row facts of an entry of type ``cls`` (a public kind)."""
     kind = list(KIND_OF_TYPE).index(cls)
     fixed = PRESET_BOUNDARIES.get(cls)  # None for a Call: it names its own
     if cls is ProcessCall:
 
-        def process(e: Any) -> _Facts:
+        def process(e: Any) -> Facts:
             failed = e.returncode != 0 or e.timed_out or e.spawn_error is not None
             return (e.seq, e.worker, e.parent, e.mono_ns, kind, fixed,
                     e.duration_ns, _ERROR if failed else _OK)  # fmt: skip
@@ -229,7 +237,7 @@ def _facts_maker(cls: type) -> typing.Callable[[Any], _Facts]:
         return process
     if cls in (AgentTurn, StoreMutation, Call):
 
-        def method(e: Any) -> _Facts:
+        def method(e: Any) -> Facts:
             return (e.seq, e.worker, e.parent, e.mono_ns, kind,
                     e.boundary if fixed is None else fixed, e.duration_ns,
                     _OK if e.error is None else _ERROR)  # fmt: skip
@@ -237,7 +245,7 @@ def _facts_maker(cls: type) -> typing.Callable[[Any], _Facts]:
         return method
     status = _ERROR if cls is Error else _OK
 
-    def other(e: Any) -> _Facts:
+    def other(e: Any) -> Facts:
         return (e.seq, e.worker, e.parent, e.mono_ns, kind, None, 0, status)
 
     return other
@@ -458,6 +466,21 @@ def pack(entry: Entry, limit: int = REPORT_LIMIT) -> tuple[str, Sequence[Any]]:
     """
     packed: tuple[str, Sequence[Any]] = _PACK_TYPE[type(entry)](entry, limit)
     return packed
+
+
+def pack_all(
+    entries: Sequence[Entry], limit: int = REPORT_LIMIT
+) -> tuple[list[str], list[Sequence[Any]], list[Facts]]:
+    """:func:`pack` and the row facts of every entry: the texts, the values, the facts.
+
+    Both passes run over the same few entries at a time, while they are in the cache:
+    on a long tape, reading an entry's facts in a pass of its own costs a cache miss for
+    each entry.
+    """
+    packs, facts_of = _PACK_TYPE, _FACTS
+    packed = [packs[type(e)](e, limit) for e in entries]
+    facts = [facts_of[type(e)](e) for e in entries]
+    return [text for text, _ in packed], [values for _, values in packed], facts
 
 
 def entry_object(entry: Entry, limit: int = SERVE_LIMIT) -> dict[str, Any]:
