@@ -21,8 +21,10 @@ class Sequencer:
         self._done = bytearray(len(seqs))
         self._cursor = 0
         # A plain lock (Condition's default is an RLock, slower), and a count of waiters so
-        # that the common case, calls arriving in order, notifies nobody.
-        self._cond = threading.Condition(threading.Lock())
+        # that the common case, calls arriving in order, notifies nobody. The lock is taken
+        # as itself where nothing waits: Condition's own ``with`` runs two Python frames.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._waiting = 0
         self._timeout = timeout
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
@@ -52,9 +54,12 @@ class Sequencer:
         index = self._index.get(seq)
         if index is None:
             return
-        with self._cond:
-            self._done[index] = 1
-            while self._cursor < len(self._done) and self._done[self._cursor]:
-                self._cursor += 1
+        with self._lock:  # the condition's lock: notify_all() below holds it
+            done = self._done
+            done[index] = 1
+            cursor = self._cursor
+            while cursor < len(done) and done[cursor]:
+                cursor += 1
+            self._cursor = cursor
             if self._waiting:
                 self._cond.notify_all()
