@@ -3,12 +3,15 @@
 ``load_for_replay`` must read every cassette ``load`` reads, to the same entries once its
 lazy fields are decoded, with the same errors; the mapped path must let the file's pages
 go; a replay served from a lazily loaded (and a mapped) tape must behave as before.
+``load_for_view`` (the report's) keeps arguments, environments and stdin as JSON too,
+with the same errors.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -21,9 +24,15 @@ from sessiontape.cassette import (
     LazyCall,
     LazyProcessCall,
     LazyStoreMutation,
+    Recording,
+    ViewAgentTurn,
+    ViewCall,
+    ViewProcessCall,
+    ViewStoreMutation,
     eager,
     encode_entry,
     load_for_replay,
+    load_for_view,
     process_payloads,
     stored,
     stored_result,
@@ -43,6 +52,12 @@ def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     return str(request.param)
 
 
+@pytest.fixture(params=["replay", "view"])
+def loader(request: pytest.FixtureRequest) -> Callable[[Path], Recording]:
+    """Each error test runs through both loaders that keep fields as JSON."""
+    return load_for_replay if request.param == "replay" else load_for_view
+
+
 def _write(path: Path, entries: list[sessiontape.Entry]) -> Path:
     path.write_bytes(b"".join(encode_entry(e) for e in entries))
     return path
@@ -60,6 +75,22 @@ def test_lazy_entries_decode_to_what_load_gives(tmp_path: Path, how: str) -> Non
     assert [type(eager(e)) for e in lazy.entries] == [type(e) for e in EVERY_KIND]
 
 
+def test_view_entries_keep_their_values_as_stored(tmp_path: Path, how: str) -> None:
+    path = _write(tmp_path / "every.jsonl", EVERY_KIND)
+    view = load_for_view(path)
+    assert (view.mapped is not None) == (how == "mapped")
+    kinds = {type(e) for e in view.entries}
+    assert {ViewProcessCall, ViewAgentTurn, ViewStoreMutation, ViewCall} <= kinds
+    for entry, same in zip(view.entries, sessiontape.load(path).entries, strict=True):
+        assert isinstance(entry, type(same))  # the public kinds, for isinstance
+        # Every value as the line holds it: encoded again, the entry is its line.
+        assert msgspec.json.encode(entry) + b"\n" == encode_entry(same)
+        if isinstance(entry, ViewProcessCall):
+            assert all(type(v) is msgspec.Raw for v in (entry.env, entry.input, entry.stdout))
+        elif isinstance(entry, (ViewAgentTurn, ViewStoreMutation, ViewCall)):
+            assert all(type(v) is msgspec.Raw for v in (entry.args, entry.kwargs, entry.result))
+
+
 def test_stored_reads_either_form() -> None:
     call = EVERY_KIND[2]
     assert isinstance(call, ProcessCall)
@@ -74,28 +105,32 @@ def test_stored_reads_either_form() -> None:
     assert stored_result(lazy_mutation.result) == mutation.result == {"id": "t1"}
 
 
-def test_a_torn_tail_keeps_the_prefix(tmp_path: Path, how: str) -> None:
+def test_a_torn_tail_keeps_the_prefix(
+    tmp_path: Path, how: str, loader: Callable[[Path], Recording]
+) -> None:
     path = tmp_path / "torn.jsonl"
     path.write_bytes(b"".join(encode_entry(e) for e in EVERY_KIND[:6]) + b'{"kind": "proc')
-    recording = load_for_replay(path)
+    recording = loader(path)
     assert recording.torn
     assert recording.crashed
     assert [e.seq for e in recording.entries] == [0, 1, 2, 3, 4, 5]
 
 
-def test_a_bad_line_is_named(tmp_path: Path, how: str) -> None:
+def test_a_bad_line_is_named(tmp_path: Path, how: str, loader: Callable[[Path], Recording]) -> None:
     path = tmp_path / "bad.jsonl"
     good = b"".join(encode_entry(e) for e in EVERY_KIND[:3])
     path.write_bytes(good + b"{not json}\n" + encode_entry(EVERY_KIND[3]))
     with pytest.raises(CassetteError, match="not valid JSON") as info:
-        load_for_replay(path)
+        loader(path)
     assert (info.value.path, info.value.line) == (str(path), 4)
 
 
-def test_a_duplicate_seq_is_named_with_its_lines(tmp_path: Path, how: str) -> None:
+def test_a_duplicate_seq_is_named_with_its_lines(
+    tmp_path: Path, how: str, loader: Callable[[Path], Recording]
+) -> None:
     path = _write(tmp_path / "twice.jsonl", [*EVERY_KIND[:3], EVERY_KIND[2]])
     with pytest.raises(CassetteError, match="seq 2 appears twice") as info:
-        load_for_replay(path)
+        loader(path)
     assert info.value.line == 4
 
 
@@ -107,16 +142,20 @@ def test_a_duplicate_seq_is_named_with_its_lines(tmp_path: Path, how: str) -> No
         (b"[1, 2]", "not a JSON object"),
     ],
 )
-def test_not_a_cassette(tmp_path: Path, how: str, content: bytes, message: str) -> None:
+def test_not_a_cassette(
+    tmp_path: Path, how: str, content: bytes, message: str, loader: Callable[[Path], Recording]
+) -> None:
     path = tmp_path / "x.jsonl"
     path.write_bytes(content)
     with pytest.raises(CassetteError, match=message):
-        load_for_replay(path)
+        loader(path)
 
 
-def test_a_directory_is_refused(tmp_path: Path, how: str) -> None:
+def test_a_directory_is_refused(
+    tmp_path: Path, how: str, loader: Callable[[Path], Recording]
+) -> None:
     with pytest.raises(CassetteError, match="this is a directory"):
-        load_for_replay(tmp_path)
+        loader(tmp_path)
 
 
 def test_an_output_that_is_not_a_payload_is_named_when_served(tmp_path: Path, how: str) -> None:

@@ -5,8 +5,8 @@ worker, filters (worker, boundary, kind, status, free text), virtual scrolling, 
 details and parent links. With --receipt (the JSON of ReplayReport.to_json(), or the list
 'pytest --sessiontape-report PATH' wrote), the entries where the replay diverged are
 marked and their details show the field diff. The data is inside the page, compressed
-(gzip, unpacked by the browser); the page fetches nothing. In the details, strings over
-500 characters are clipped: the cassette, and 'sessiontape serve', have them whole.
+(gzip, unpacked by the browser); the page fetches nothing. In the details, values whose
+JSON is over 400 bytes are clipped: the cassette, and 'sessiontape serve', have them whole.
 """
 
 from __future__ import annotations
