@@ -114,7 +114,10 @@ def end_to_end_section(res: Results) -> list[str]:
         "`contextvars.Context` per worker that entered `sessiontape.worker(id)` once, "
         "as a worker thread does), makes the call with today's paths and token, then "
         "finishes the report (which must pass). Wall time runs from the first byte read "
-        "to the tape's objects freed.\n",
+        "to the tape's objects freed. Before it, each run does the process's one-time "
+        "replay set-up, as the pytest plugin does at collection "
+        f"(`sessiontape.replayer.prepare()`: {e.get('prepare_ns', 0) / 1e6:.0f} ms, paid "
+        "once per process, not per tape).\n",
         "| | wall | CPU |",
         "|---|---|---|",
         f"| sessiontape end to end | {e['replay_wall_ns'] / 1e9:.2f} s | "
