@@ -264,14 +264,15 @@ def _line(seq: int) -> sessiontape.Entry:
 
 
 def _three_lines_waiting(path: Path, monkeypatch: pytest.MonkeyPatch) -> CassetteWriter:
-    """A writer holding seqs 1 to 3 unwritten: as if each writing thread had done its
-    rounds of other threads' lines and gone back to its own work."""
+    """A writer holding seqs 1 to 3 unwritten: as if another thread had been writing
+    while they were added, and then, its rounds done, gone back to its own work."""
     from sessiontape.cassette import _writer
 
     writer = CassetteWriter(path)
     monkeypatch.setattr(_writer, "_DRAIN_ROUNDS", 0)
-    for seq in (1, 2, 3):
-        writer.write(_line(seq))
+    with writer._lock:  # the other thread, writing
+        for seq in (1, 2, 3):
+            writer.write(_line(seq))
     return writer
 
 
@@ -281,6 +282,34 @@ def test_a_line_is_written_before_write_returns(tmp_path: Path) -> None:
     writer.write(_line(1))
     # No other thread was writing: the line is in the file already, not in memory.
     assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1]
+    writer.close()
+
+
+def test_a_line_added_while_one_is_written_is_written_before_write_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Thread A writes its line at once; thread B, finding A writing, leaves its line
+    # waiting; A writes it too before its write() returns.
+    from sessiontape.cassette import _writer
+
+    path = tmp_path / "meanwhile.jsonl"
+    writer = CassetteWriter(path)
+    real_write = _writer._write
+    calls: list[bytes] = []
+
+    def write_while_another_thread_adds(fd: int, data: bytes) -> int:
+        calls.append(data)
+        if len(calls) == 1:
+            other = threading.Thread(target=writer.write, args=(_line(2),))
+            other.start()
+            other.join()
+            assert path.read_bytes() == b""  # B's write() returned; its line waits
+        return real_write(fd, data)
+
+    monkeypatch.setattr(_writer, "_write", write_while_another_thread_adds)
+    writer.write(_line(1))
+    assert [json.loads(x)["seq"] for x in path.read_bytes().splitlines()] == [1, 2]
+    assert len(calls) == 2
     writer.close()
 
 

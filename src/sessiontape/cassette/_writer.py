@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -290,7 +291,8 @@ class CassetteWriter:
 
     def write(self, entry: Entry) -> None:
         """Encode and append one entry (thread-safe, handed to the OS before any writer
-        returns; see :meth:`_drain`)."""
+        returns). When no line waits and no thread is writing, the line is written at
+        once; otherwise it waits for the thread writing (see :meth:`_drain`)."""
         if self._fd is None:
             return
         try:
@@ -300,7 +302,18 @@ class CassetteWriter:
                 if self._fd is not None:
                     self._fail(f"seq {entry.seq} could not be encoded as JSON ({exc})")
             return
-        self._pending.append((entry.seq, entry.__struct_config__.tag, data))  # type: ignore[arg-type]
+        line = (entry.seq, entry.__struct_config__.tag, data)
+        lock = self._lock
+        if not self._pending and lock.acquire(blocking=False):
+            # Nothing waits and no thread writes (the usual case): this line, at once.
+            try:
+                self._write_lines((line,), data)  # type: ignore[arg-type]
+            finally:
+                lock.release()
+            if self._pending:  # lines other threads added meanwhile
+                self._drain()
+            return
+        self._pending.append(line)  # type: ignore[arg-type]
         self._drain()
 
     def _drain(self) -> None:
@@ -331,13 +344,17 @@ class CassetteWriter:
         count = len(pending)
         if count == 0:
             return
-        if count == 1:  # the usual case: one thread's own line
+        if count == 1:
             batch = [pending.popleft()]
             data = batch[0][2]
         else:
             take = pending.popleft
             batch = [take() for _ in range(count)]
             data = b"".join([line for _, _, line in batch])
+        self._write_lines(batch, data)
+
+    def _write_lines(self, batch: Sequence[tuple[int, str, bytes]], data: bytes) -> None:
+        """Write ``data``, the lines of ``batch`` joined, in one call (the lock is held)."""
         fd = self._fd
         if fd is None:  # the writer stopped meanwhile: nothing more is written
             return
@@ -364,7 +381,7 @@ class CassetteWriter:
             return
         self._count(batch)
 
-    def _count(self, written: list[tuple[int, str, bytes]]) -> None:
+    def _count(self, written: Sequence[tuple[int, str, bytes]]) -> None:
         self.lines += len(written)
         counts = self._counts
         for _, kind, _ in written:
