@@ -201,3 +201,42 @@ def test_a_mapped_file_is_decoded_in_whole_lines_and_let_go(
     assert let_go == []
     mapped.served(60)  # a window's worth of outputs served: every page let go again
     assert let_go == [(0, len(data))]
+
+
+def _not_utf8(entry: sessiontape.Entry, text: str) -> bytes:
+    """``entry``'s line with the bytes of ``text`` (in one of its strings) made invalid
+    UTF-8: a lead byte followed by no continuation byte."""
+    line = encode_entry(entry)
+    assert line.count(text.encode()) == 1
+    return line.replace(text.encode(), b"\xcf(")
+
+
+def test_a_last_line_cut_inside_a_character_is_a_torn_tail(
+    tmp_path: Path, how: str, loader: Callable[[Path], Recording]
+) -> None:
+    # A crash cut the last line inside a character of an output: load() sets it aside as
+    # a torn tail, and so do the loaders that keep outputs as JSON without decoding them.
+    call = ProcessCall(seq=3, ts_ns=3, mono_ns=3, argv=["cat"], stdout="café au lait")
+    path = tmp_path / "torn.jsonl"
+    torn = _not_utf8(call, "é").rstrip(b"\n")
+    path.write_bytes(b"".join(encode_entry(e) for e in EVERY_KIND[:3]) + torn)
+    eager_load = sessiontape.load(path)
+    kept = loader(path)
+    assert eager_load.torn and kept.torn
+    assert [e.seq for e in kept.entries] == [e.seq for e in eager_load.entries] == [0, 1, 2]
+
+
+def test_a_result_that_is_not_text_is_named_when_served(tmp_path: Path, how: str) -> None:
+    # Invalid UTF-8 inside a result the loader kept as JSON: serving it names the line.
+    header, turn = EVERY_KIND[0], EVERY_KIND[5]
+    assert isinstance(turn, sessiontape.AgentTurn)
+    turn = msgspec.structs.replace(turn, worker="main", parent=None, result={"state": "donné"})
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(encode_entry(header) + _not_utf8(turn, "é"))
+    with pytest.raises(CassetteError):
+        sessiontape.load(path)  # the eager loader names it at once
+    with sessiontape.replay(path, patch_time=False) as tape:
+        agent = tape.agent()
+        with pytest.raises(CassetteError, match="seq 5: the recorded result is not") as info:
+            agent.execute({"task": "t1"}, mode="edit")
+    assert (info.value.path, info.value.line) == (str(path), 2)

@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import UsageError
-from ..cassette import CallEntry, result_json
+from ..cassette import CallEntry, damaged_line, result_json
 from ..scrub import PathRoots
 from ._protocols import ReplaySide
 
@@ -90,7 +90,14 @@ class _RecordedJson:
             if decoder is not None:
                 return decoder.decode(raw)
             return msgspec.convert(msgspec.json.decode(raw), target, strict=False)
-        except msgspec.ValidationError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            if not isinstance(exc, msgspec.ValidationError):  # bytes the loader kept as JSON
+                raise damaged_line(
+                    engine.recording.path,
+                    entry.seq,
+                    f"seq {entry.seq}: the recorded result is not valid JSON text: {exc}. "
+                    "Fix or delete the line, or re-record the cassette.",
+                ) from None
             raise UsageError(
                 f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
                 f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "

@@ -54,7 +54,15 @@ from ._lazy import (
     stored,
     stored_result,
 )
-from ._loader import is_cassette, line_numbers, load, load_for_replay, load_for_view, loads
+from ._loader import (
+    damaged_line,
+    is_cassette,
+    line_numbers,
+    load,
+    load_for_replay,
+    load_for_view,
+    loads,
+)
 from ._mapped import MappedFile
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
@@ -117,6 +125,7 @@ __all__ = [
     "ViewStoreMutation",
     "beside",
     "boundary_of",
+    "damaged_line",
     "digest",
     "eager",
     "encode_entry",

@@ -13,6 +13,7 @@ called (every line is decoded into the entry types, plain data only).
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -26,7 +27,15 @@ from ._lazy import LazyEntry, ViewEntry
 from ._mapped import MAP_AT, MappedFile
 from ._recording import Recording, SeqError
 
-__all__ = ["is_cassette", "line_numbers", "load", "load_for_replay", "load_for_view", "loads"]
+__all__ = [
+    "damaged_line",
+    "is_cassette",
+    "line_numbers",
+    "load",
+    "load_for_replay",
+    "load_for_view",
+    "loads",
+]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _LAZY_DECODER: Final = msgspec.json.Decoder(LazyEntry)
@@ -152,7 +161,7 @@ def _decode_all(
 ) -> tuple[list[Entry], bool]:
     """Decode every line; return the entries and whether a torn last line was set aside."""
     decoded = _decode_fast(lambda: decoder.decode_lines(data))
-    if decoded is not None:
+    if decoded is not None and (decoder is _ENTRY_DECODER or _text_tail(data)):
         return decoded, False
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -184,6 +193,22 @@ def _decode_all(
             gc.enable()
 
 
+def _text_tail(data: bytes | mmap.mmap) -> bool:
+    """Whether the last line, if no newline ends it, is text (UTF-8).
+
+    A decoder that keeps values as their JSON (``msgspec.Raw``) does not check that their
+    bytes are UTF-8, so it takes a last line that a crash cut inside a character, which
+    :func:`load` sets aside as a torn tail. A loader using one checks that line itself.
+    """
+    if not data or data[-1:] == b"\n":
+        return True
+    try:
+        data[data.rfind(b"\n") + 1 :].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _line_seqs(data: bytes) -> Iterator[tuple[int, int]]:
     """``(line number, seq)`` of every line of ``data`` whose seq can be read."""
     for index, line in enumerate(data.split(b"\n")):
@@ -206,6 +231,16 @@ def line_numbers(path: str | os.PathLike[str]) -> dict[int, int]:
     """The line of the cassette at ``path`` each seq is on (entries are loaded in seq
     order, which is not the order of the lines): for messages that point into the file."""
     return {seq: lineno for lineno, seq in _line_seqs(_read_regular_file(os.fspath(path)))}
+
+
+def damaged_line(path: str, seq: int, reason: str) -> CassetteError:
+    """The error for the line of ``seq``, damaged in a way only serving it shows (a value
+    kept as its JSON at load): ``reason`` names the file and, when it can, the line."""
+    try:
+        line = line_numbers(path).get(seq)
+    except CassetteError:  # loaded from bytes: no file to point into
+        line = None
+    return CassetteError(reason, path=path, line=line)
 
 
 def _read_regular_file(name: str) -> bytes:
@@ -339,7 +374,8 @@ def _load_lazily(name: str, decoder: msgspec.json.Decoder[Any]) -> Recording:
     _check_start(first, whole, True, name)
     windows = mapped.windows()
     decoded = _decode_fast(lambda: [e for w in windows for e in decoder.decode_lines(w)])
-    if decoded is None:  # a bad line: read as load() reads it, to name it or keep a prefix
+    if decoded is None or not _text_tail(mapped.mapping):
+        # A bad line: read as load() reads it, to name it or keep a prefix.
         return loads(mapped.mapping[:], path=name)
     recording = _recording(decoded, name, False, lambda: mapped.mapping[:])
     recording.mapped = mapped

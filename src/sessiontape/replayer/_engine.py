@@ -28,7 +28,7 @@ from ..cassette import (
     PayloadCodec,
     Recording,
     Sidecar,
-    line_numbers,
+    damaged_line,
 )
 from ..cassette import stored as stored_payload
 from ..report import MismatchKind, ReplayMismatch, ReplayReport
@@ -243,16 +243,12 @@ class ReplayEngine:
         try:
             payload: Payload = stored_payload(value)
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            try:
-                line = line_numbers(self.recording.path).get(entry.seq)
-            except CassetteError:  # loaded from bytes: no file to point into
-                line = None
-            raise CassetteError(
+            raise damaged_line(
+                self.recording.path,
+                entry.seq,
                 f"seq {entry.seq}: the recorded {field} is not an output sessiontape "
                 f"wrote (a string, a blob or null): {exc}. Fix or delete the line, or "
                 "re-record the cassette.",
-                path=self.recording.path,
-                line=line,
             ) from None
         return payload
 
