@@ -222,7 +222,8 @@ def test_a_last_line_cut_inside_a_character_is_a_torn_tail(
     path.write_bytes(b"".join(encode_entry(e) for e in EVERY_KIND[:3]) + torn)
     eager_load = sessiontape.load(path)
     kept = loader(path)
-    assert eager_load.torn and kept.torn
+    assert eager_load.torn
+    assert kept.torn
     assert [e.seq for e in kept.entries] == [e.seq for e in eager_load.entries] == [0, 1, 2]
 
 

@@ -297,3 +297,27 @@ def test_a_crashed_tape_says_so(cli: Cli, record_session: Recorder, tmp_path: Pa
         "no session_end: the session crashed, or the tape was cut by 'sessiontape slice'."
     ]
     assert row(packed, 8) == {**row(packed, 8), "kind": "error", "status": "error"}
+
+
+def test_stored_bytes_that_are_not_text_are_shown_not_fatal(cli: Cli, tmp_path: Path) -> None:
+    # The report keeps outputs as the JSON the tape holds, undecoded: a damaged output
+    # (bytes that are not UTF-8, which load() refuses) is shown, marked, not a crash.
+    from sessiontape.cassette import encode_entry
+
+    header = sessiontape.SessionStart(
+        seq=0, ts_ns=0, mono_ns=0, run_id="r", recorded_at="2026-11-25T00:00:00+00:00"
+    )
+    call = sessiontape.ProcessCall(seq=1, ts_ns=1, mono_ns=1, argv=["cat"], stdout="é" * 300)
+    end = sessiontape.SessionEnd(seq=2, ts_ns=2, mono_ns=2)
+    damaged = encode_entry(call).replace("é".encode(), b"\xcf(", 1)
+    tape = tmp_path / "damaged.jsonl"
+    tape.write_bytes(encode_entry(header) + damaged + encode_entry(end))
+    with pytest.raises(sessiontape.CassetteError, match=r"damaged\.jsonl:2: not valid UTF-8"):
+        sessiontape.load(tape)
+    out = tmp_path / "damaged.html"
+    result = cli("report", tape, "-o", out)
+    assert (result.code, result.err) == (0, "")
+    _, details = unpack(out)
+    stdout = details[1]["stdout"]
+    assert stdout[CLIPPED].startswith('"\ufffd(éé')  # the bad byte shown as U+FFFD
+    assert stdout[MORE] > 0

@@ -45,4 +45,5 @@ def _clipped(view: memoryview, limit: int) -> dict[str, Any]:
     """The first ``limit`` bytes of the JSON in ``view`` (fewer, to end at a character)."""
     while view[limit] & 0xC0 == 0x80:  # not in the middle of a character's UTF-8 bytes
         limit -= 1
-    return {CLIPPED: bytes(view[:limit]).decode("utf-8"), MORE: len(view) - limit}
+    # "replace": stored JSON is shown as the tape holds it, even bytes that are not UTF-8.
+    return {CLIPPED: bytes(view[:limit]).decode("utf-8", "replace"), MORE: len(view) - limit}

@@ -177,8 +177,8 @@ def build_rows(
 ) -> Rows:
     """The rows of ``recording``; entries whose seq is in ``mismatched`` get that status.
 
-    ``texts`` and ``facts`` are the rows' texts and :func:`row_facts` when the caller has
-    them already (the report gathers them as it packs each entry, from :func:`pack_all`).
+    ``texts`` and ``facts`` are the rows' texts and :data:`Facts` when the caller has them
+    already (the report gathers them as it packs each entry, with :func:`pack_all`).
 
     One pass over the entries gathers each one's facts as a tuple (one call per entry,
     picked by its type), and ``zip`` turns the tuples into columns: this runs over every
