@@ -21,7 +21,9 @@ else:
     expect = pytest.importorskip("playwright.sync_api", reason=reason).expect
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from pathlib import Path
+
+    from playwright.sync_api import Locator, Page
 
     from .conftest import Open, Tapes
 
@@ -163,58 +165,45 @@ def test_parent_links_are_drawn_and_followed(page: Page, viewer: Open) -> None:
     page.locator("#detail h3", has_text="seq 10 · agent").wait_for()
 
 
-def test_recorded_markup_stays_text(page: Page, browser: object, tmp_path: object) -> None:
-    """A tape whose output is markup: the page shows it as text and runs nothing."""
-    from pathlib import Path
-
+def _echo_report(page: Page, folder: Path, name: str, words: str) -> Locator:
+    """Record one ``echo words`` call, open the report of it, select the call; its stdout
+    cell in the detail panel."""
     from sessiontape.cli import main
 
     from .conftest import Echo
 
-    folder = Path(str(tmp_path))
-    tape_path = folder / "xss.jsonl"
-    markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    tape_path = folder / f"{name}.jsonl"
     with sessiontape.record(tape_path) as tape:
-        runner = tape.process_runner(Echo())
-        runner.run(["echo", markup], text=True)
+        tape.process_runner(Echo()).run(["echo", words], text=True)
         tape.finish()
-    out = folder / "xss.html"
+    out = folder / f"{name}.html"
     assert main(["report", str(tape_path), "-o", str(out)]) == 0
     page.goto(out.as_uri())
     page.wait_for_selector(ROWS)
     page.locator('#layer .row[data-seq="1"]').click()
     page.locator("#detail h3").wait_for()
+    row = page.locator("#detail table.fields tr", has=page.locator("td.name", has_text="stdout"))
+    return row.locator("pre")
+
+
+def test_recorded_markup_stays_text(page: Page, tmp_path: Path) -> None:
+    """A tape whose output is markup: the page shows it as text and runs nothing."""
+    markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    stdout = _echo_report(page, tmp_path, "xss", markup)
     assert page.evaluate("() => window.pwned") is None
-    stdout = page.locator("#detail table.fields tr", has=page.locator("td.name", has_text="stdout"))
-    assert stdout.locator("pre").text_content() == f"{markup}\n"
+    assert stdout.text_content() == f"{markup}\n"
     assert page.locator("img").count() == 0
 
 
-def test_a_long_output_shows_as_text_clipped(page: Page, tmp_path: object) -> None:
+def test_a_long_output_shows_as_text_clipped(page: Page, tmp_path: Path) -> None:
     """The report clips a long output as JSON, undecoded: the page shows the text it
     begins (newlines, tabs, quotes and backslashes as themselves) and how much more."""
-    from pathlib import Path
-
     import msgspec
 
-    from sessiontape.cli import main
     from sessiontape.cli._viewdata import REPORT_LIMIT
 
-    from .conftest import Echo
-
-    folder = Path(str(tmp_path))
-    tape_path = folder / "long.jsonl"
     words = "".join(f'line {i}\tsays "hi" \\ back\n' for i in range(100))
-    with sessiontape.record(tape_path) as tape:
-        tape.process_runner(Echo()).run(["echo", words], text=True)
-        tape.finish()
-    out = folder / "long.html"
-    assert main(["report", str(tape_path), "-o", str(out)]) == 0
-    page.goto(out.as_uri())
-    page.wait_for_selector(ROWS)
-    page.locator('#layer .row[data-seq="1"]').click()
-    stdout = page.locator("#detail table.fields tr", has=page.locator("td.name", has_text="stdout"))
-    shown = stdout.locator("pre").text_content() or ""
+    shown = _echo_report(page, tmp_path, "long", words).text_content() or ""
     more = len(msgspec.json.encode(f"{words}\n")) - REPORT_LIMIT
     note = f"… ({more:,} more bytes of JSON in the cassette)"
     assert shown.endswith(note)
