@@ -40,8 +40,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/ (settings in pyproject.toml)."""
-    session.install("-e", ".", MYPY)
+    """mypy --strict on src/ and bench/ (settings in pyproject.toml)."""
+    session.install("-e", ".[bench]", MYPY)
     session.run("mypy")
 
 
