@@ -90,18 +90,19 @@ class _RecordedJson:
             if decoder is not None:
                 return decoder.decode(raw)
             return msgspec.convert(msgspec.json.decode(raw), target, strict=False)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            if not isinstance(exc, msgspec.ValidationError):  # bytes the loader kept as JSON
-                raise damaged_line(
-                    engine.recording.path,
-                    entry.seq,
-                    f"seq {entry.seq}: the recorded result is not valid JSON text: {exc}. "
-                    "Fix or delete the line, or re-record the cassette.",
-                ) from None
+        except msgspec.ValidationError as exc:
             raise UsageError(
                 f"{engine.recording.path}: seq {entry.seq}: the recorded result does not fit "
                 f"{getattr(target, '__qualname__', target)!r} ({exc}). Pass the result_type "
                 "the application uses today, or re-record."
+            ) from None
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            # Bytes the loader kept as JSON without decoding them (see cassette/_lazy.py).
+            raise damaged_line(
+                engine.recording.path,
+                entry.seq,
+                f"seq {entry.seq}: the recorded result is not valid JSON text: {exc}. "
+                "Fix or delete the line, or re-record the cassette.",
             ) from None
 
 
