@@ -9,6 +9,7 @@ would: these tests pin the cases where the shortcut says "no" and the long way d
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import msgspec
 import pytest
 
 import sessiontape
-from sessiontape.boundaries._today import same_today
+from sessiontape.boundaries._today import same_args, same_today
 from sessiontape.scrub import PathRoots, encodes_as, to_data
 
 ROOTS = PathRoots({"repo": "/srv/app"})
@@ -40,6 +41,64 @@ ROOTS = PathRoots({"repo": "/srv/app"})
 def test_same_today_walks_only_what_differs(recorded: Any, today: Any, same: bool) -> None:
     assert recorded != today
     assert same_today(recorded, today, ROOTS.expand) is same
+
+
+@pytest.mark.parametrize(
+    ("recorded", "args", "same"),
+    [
+        (["{repo}/a", 1], ("/srv/app/a", 1), True),
+        ([{"wt": "{repo}/wt"}, "x"], ({"wt": "/srv/app/wt"}, "x"), True),
+        ([], (), True),
+        (["a"], ("a", "b"), False),  # another count
+        (["{repo}/a"], ("/elsewhere/a",), False),
+        ([["{repo}/a"]], (("/srv/app/a",),), False),  # a tuple inside is not the list
+        ({"0": "a"}, ("a",), False),  # not the list a tape holds: the long way decides
+    ],
+)
+def test_same_args_compares_a_call_tuple_with_the_recorded_list(
+    recorded: Any, args: tuple[Any, ...], same: bool
+) -> None:
+    assert same_args(recorded, args, ROOTS.expand) is same
+    # What same_today says of the list the tape would be compared with.
+    if type(recorded) is list:
+        assert same_today(recorded, list(args), ROOTS.expand) is same
+
+
+class _Failing:
+    """A client whose second call fails: the tape keeps the error, replay raises it."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def fetch(self, where: str, *, page: int) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 2:
+            raise LookupError(f"no page {page} under {where}")
+        return {"where": where, "page": page}
+
+
+def test_a_call_at_its_queue_head_is_served_its_result_or_error_at_its_end_time(
+    tmp_path: Path,
+) -> None:
+    then, now = tmp_path / "then", tmp_path / "now"
+    path = tmp_path / "api.jsonl"
+    with sessiontape.record(path, roots={"repo": str(then)}) as tape:
+        api = tape.boundary("api", _Failing(), methods=["fetch"])
+        assert api.fetch(str(then / "docs"), page=1) == {"where": str(then / "docs"), "page": 1}
+        with pytest.raises(LookupError):
+            api.fetch(str(then / "docs"), page=2)
+    first, second = sessiontape.load(path).entries_for("api")
+    with sessiontape.replay(path, roots={"repo": str(now)}) as tape:
+        api = tape.boundary("api", methods=["fetch"])
+        # The recorded result, in today's paths; the clock at the end of the call.
+        assert api.fetch(str(now / "docs"), page=1) == {"where": str(now / "docs"), "page": 1}
+        assert time.time_ns() == first.ts_ns + first.duration_ns
+        with pytest.raises(LookupError, match="no page 2 under"):
+            api.fetch(str(now / "docs"), page=2)
+        assert time.time_ns() == second.ts_ns + second.duration_ns
+        report = tape.finish()
+    assert report.ok, report.render()
+    assert report.consumed == 2
 
 
 @dataclasses.dataclass

@@ -83,6 +83,9 @@ class ReplaySide(Protocol):
     def queue(self, boundary: str) -> deque[CallEntry] | None:
         """The calling worker's queue of recorded calls of ``boundary``."""
 
+    def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
+        """Take ``head`` off ``queue`` and count it served (see ``ReplayEngine``)."""
+
     def took(self, entry: CallEntry) -> None:
         """Note that the calling worker took ``entry``, the head of its queue."""
 

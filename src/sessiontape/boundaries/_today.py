@@ -22,12 +22,14 @@ from ..cassette import CallEntry, damaged_line, result_json
 from ..scrub import PathRoots
 from ._protocols import ReplaySide
 
-__all__ = ["RESULTS", "same_today"]
+__all__ = ["RESULTS", "same_args", "same_today"]
 
 #: A regex finding today's root placeholders in JSON bytes, and each one's replacement.
 _Expander = tuple[re.Pattern[bytes], dict[bytes, bytes]]
 
 _JSON: Final = msgspec.json.Encoder()
+#: Not yet in a cache.
+_UNKNOWN: Final[Any] = object()
 
 
 class _RecordedJson:
@@ -39,10 +41,7 @@ class _RecordedJson:
         self._last: tuple[PathRoots | None, _Expander | None] = (None, None)
 
     def _decoder(self, target: Any) -> msgspec.json.Decoder[Any] | None:
-        try:
-            return self._decoders[target]
-        except KeyError:
-            pass
+        """A decoder into ``target``, made and kept on the first result of that type."""
         try:
             decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(
                 target if target is not None else Any, strict=False
@@ -53,9 +52,7 @@ class _RecordedJson:
         return decoder
 
     def _expander(self, roots: PathRoots) -> _Expander | None:
-        last_roots, last = self._last
-        if roots is last_roots:
-            return last
+        """The expander of ``roots``, kept as the last one asked for."""
         named = roots.as_dict()
         expander: _Expander | None = None
         if named:
@@ -68,24 +65,27 @@ class _RecordedJson:
         self._last = (roots, expander)
         return expander
 
-    def _expanded(self, roots: PathRoots, raw: Any) -> Any:
-        """The JSON ``raw`` with today's paths in place of the placeholders."""
-        expander = self._expander(roots)
-        if expander is not None:
-            pattern, table = expander
-            if pattern.search(raw) is not None:
-                return pattern.sub(lambda m: table[m.group(0)], raw)
-        return raw
-
     def decode(self, engine: ReplaySide, entry: CallEntry, target: Any) -> Any:
         """``entry``'s result, placeholders expanded, as ``target`` (a type or None)."""
         stored = entry.result  # type: ignore[union-attr]
         if type(stored) is msgspec.Raw:  # the stored JSON itself (see cassette/_lazy.py)
+            raw: Any = stored
             mapped = engine.recording.mapped
             if mapped is not None:
                 mapped.served(len(stored))
-        raw = self._expanded(engine.roots, result_json(stored))
-        decoder = self._decoder(target)
+        else:
+            raw = result_json(stored)
+        roots = engine.roots
+        last_roots, expander = self._last
+        if roots is not last_roots:
+            expander = self._expander(roots)
+        if expander is not None:
+            pattern, table = expander
+            if pattern.search(raw) is not None:
+                raw = pattern.sub(lambda m: table[m.group(0)], raw)
+        decoder = self._decoders.get(target, _UNKNOWN)
+        if decoder is _UNKNOWN:
+            decoder = self._decoder(target)
         try:
             if decoder is not None:
                 return decoder.decode(raw)
@@ -120,6 +120,17 @@ def same_today(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:
     another value): the caller goes the long way.
     """
     return bool(recorded == today) or _walk(recorded, today, expand)
+
+
+def same_args(recorded: Any, args: tuple[Any, ...], expand: Callable[[str], str]) -> bool:
+    """:func:`same_today` for a call's positional arguments: ``recorded`` the list the tape
+    holds, ``args`` the tuple the call was made with (no list of it is built)."""
+    if type(recorded) is not list or len(recorded) != len(args):
+        return False
+    for value, other in zip(recorded, args):  # noqa: B905 - the lengths are equal
+        if value != other and not _walk(value, other, expand):
+            return False
+    return True
 
 
 def _walk(recorded: Any, today: Any, expand: Callable[[str], str]) -> bool:

@@ -178,6 +178,17 @@ class ReplayEngine:
         """Note that the calling worker took ``entry``, the head of its queue."""
         self._outcome.position[worker_var.get()] = entry.seq
 
+    def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
+        """Take ``head``, the first entry of the calling worker's ``queue``, and count it
+        served at once: :meth:`took` and :meth:`served` in one step, for a substituted
+        call recognised as its queue's head (nothing of ours runs between the two)."""
+        queue.popleft()
+        outcome = self._outcome
+        seq = outcome.position[worker_var.get()] = head.seq
+        outcome.served.append(seq)
+        duration = head.duration_ns
+        self.clock.advance_to(head.ts_ns + duration, head.mono_ns + duration)
+
     def take_head(self, boundary: str) -> CallEntry:
         """Take the head of the calling worker's queue: a request known to match it."""
         worker = worker_var.get()
