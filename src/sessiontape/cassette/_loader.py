@@ -13,6 +13,7 @@ called (every line is decoded into the entry types, plain data only).
 from __future__ import annotations
 
 import gc
+import itertools
 import mmap
 import os
 import stat
@@ -373,7 +374,9 @@ def _load_lazily(name: str, decoder: msgspec.json.Decoder[Any]) -> Recording:
     first, whole = mapped.first_line()
     _check_start(first, whole, True, name)
     windows = mapped.windows()
-    decoded = _decode_fast(lambda: [e for w in windows for e in decoder.decode_lines(w)])
+    decoded = _decode_fast(
+        lambda: list(itertools.chain.from_iterable(map(decoder.decode_lines, windows)))
+    )
     if decoded is None or not _text_tail(mapped.mapping):
         # A bad line: read as load() reads it, to name it or keep a prefix.
         return loads(mapped.mapping[:], path=name)

@@ -31,6 +31,9 @@ __all__ = ["Recording", "SeqError", "SeqGaps"]
 _SEQ: Final = operator.attrgetter("seq")
 #: The entries ``boundary_of`` names a boundary for: the calls.
 _CALL_TYPES: Final = (ProcessCall, AgentTurn, StoreMutation, Call)
+#: Whether an entry type is one of the calls (its forms for replay and view included),
+#: found once per type: a dict lookup is cheaper than isinstance() against four classes.
+_IS_CALL_KIND: Final[dict[type, bool]] = {}
 
 
 class SeqError(CassetteError):
@@ -163,7 +166,7 @@ class Recording:
         seqs = [e.seq for e in ordered]
         if any(map(operator.ge, seqs, itertools.islice(seqs, 1, None))):
             ordered.sort(key=_SEQ)  # linear on the nearly sorted input
-            seqs = [e.seq for e in ordered]
+            seqs.sort()  # the entries' seqs in their new order, without reading them again
             if any(map(operator.eq, seqs, itertools.islice(seqs, 1, None))):
                 twice = next(a for a, b in itertools.pairwise(seqs) if a == b)
                 raise SeqError(
@@ -193,9 +196,14 @@ class Recording:
         # Noted while each entry is at hand: touching every entry again later costs a
         # cache miss each on a long tape.
         workers: dict[str, None] = {}
+        is_call_kind = _IS_CALL_KIND.get
         for entry in itertools.islice(ordered, 1, None):
-            if isinstance(entry, _CALL_TYPES):  # boundary_of(entry) is not None, inlined
-                append(entry)
+            kind = type(entry)
+            is_call = is_call_kind(kind)
+            if is_call is None:
+                is_call = _IS_CALL_KIND[kind] = issubclass(kind, _CALL_TYPES)
+            if is_call:  # boundary_of(entry) is not None, inlined
+                append(entry)  # type: ignore[arg-type]
                 if entry.worker not in workers:
                     workers[entry.worker] = None
             elif isinstance(entry, SessionEnd):

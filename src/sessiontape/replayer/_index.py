@@ -33,6 +33,8 @@ _PRESET: Final[dict[type, str]] = PRESET_BOUNDARIES | {
     for lazy, public in LAZY_KINDS.items()
     if public in PRESET_BOUNDARIES
 }
+#: The store's entry types (both forms): verified in recorded order, not substituted.
+_STORE_KINDS: Final = frozenset(kind for kind, name in _PRESET.items() if name == BOUNDARY_STORE)
 
 
 class TapeIndex:
@@ -45,9 +47,11 @@ class TapeIndex:
         substituted: set[int] = set()
         hidden: set[int] = set()
         verify_order: dict[str, list[int]] = {}
-        # The presets' queues by entry type, then worker: no key to build per entry (this
-        # loop runs over every call of the tape).
+        # The presets' queues by entry type, then worker, and each store's order list:
+        # no key to build and nothing to allocate per entry (this loop runs over every
+        # call of the tape).
         preset_queues: dict[type, dict[str, deque[CallEntry]]] = {}
+        store_orders: dict[str, list[int]] = {}
         add_substituted = substituted.add
         for entry in recording.calls:
             parent = entry.parent
@@ -55,36 +59,30 @@ class TapeIndex:
                 hidden.add(entry.seq)
                 continue
             kind = type(entry)
-            boundary = _PRESET.get(kind)
-            if boundary is None:
-                assert isinstance(entry, Call)
-                boundary = entry.boundary
-                if entry.mode == _SUBSTITUTE:
-                    add_substituted(entry.seq)
-                else:
-                    verify_order.setdefault(boundary, []).append(entry.seq)
-                key = (boundary, entry.worker)
-                queue = queues.get(key)
-                if queue is None:
-                    queue = queues[key] = deque()
-                queue.append(entry)
-                continue
-            if boundary == BOUNDARY_STORE:
-                verify_order.setdefault(entry.store, []).append(entry.seq)  # type: ignore[union-attr]
-            else:
-                add_substituted(entry.seq)
             by_worker = preset_queues.get(kind)
             if by_worker is None:
+                boundary = _PRESET.get(kind)
+                if boundary is None:
+                    self._add_call(entry, queues, substituted, verify_order)  # type: ignore[arg-type]
+                    continue
                 by_worker = preset_queues[kind] = {}
             queue = by_worker.get(entry.worker)
             if queue is None:
-                key = (boundary, entry.worker)
+                key = (_PRESET[kind], entry.worker)
                 # Both forms of a kind (as loaded, and for replay) share the queue.
                 queue = queues.get(key)
                 if queue is None:
                     queue = queues[key] = deque()
                 by_worker[entry.worker] = queue
             queue.append(entry)
+            if kind in _STORE_KINDS:
+                store = entry.store  # type: ignore[union-attr]
+                order = store_orders.get(store)
+                if order is None:
+                    order = store_orders[store] = verify_order.setdefault(store, [])
+                order.append(entry.seq)
+            else:
+                add_substituted(entry.seq)
         #: The queues, consumed from the left as calls are served.
         self.queues = queues
         #: Seqs of calls nested in substituted calls: never expected on replay.
@@ -95,3 +93,22 @@ class TapeIndex:
         self.loaded = sum(len(q) for q in queues.values())
         #: The seq of the last call of each queue, for "exhausted" messages.
         self.last_seq = {key: q[-1].seq for key, q in queues.items()}
+
+    @staticmethod
+    def _add_call(
+        entry: Call,
+        queues: dict[QueueKey, deque[CallEntry]],
+        substituted: set[int],
+        verify_order: dict[str, list[int]],
+    ) -> None:
+        """Queue a call of a user-defined boundary (its name and mode on the entry)."""
+        boundary = entry.boundary
+        if entry.mode == _SUBSTITUTE:
+            substituted.add(entry.seq)
+        else:
+            verify_order.setdefault(boundary, []).append(entry.seq)
+        key = (boundary, entry.worker)
+        queue = queues.get(key)
+        if queue is None:
+            queue = queues[key] = deque()
+        queue.append(entry)
