@@ -146,5 +146,4 @@ class AsyncReplayRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
-        server = self._server
-        return server.answer(server.take(argv, cwd, env, input), argv, text)
+        return self._server.run(argv, cwd, env, input, text)

@@ -324,9 +324,10 @@ class ProcessReplay:
         return form
 
     def same_as_head(self, argv: Sequence[str], cwd: Any) -> ProcessCall | None:
-        """Take the calling worker's next recorded process call if ``argv`` and ``cwd`` are
-        its own and it had no environment or input of its own; else ``None`` (and nothing
-        changes). The common case of a replay, in one call: :meth:`serve` does the rest.
+        """Take the calling worker's next recorded process call, and count it served, if
+        ``argv`` and ``cwd`` are its own and it had no environment or input of its own;
+        else ``None`` (and nothing changes). The common case of a runner's ``run()``, in
+        one call: :meth:`serve` does the rest.
         """
         queue = self.engine.queue(BOUNDARY_PROCESS)
         if not queue:
@@ -337,18 +338,19 @@ class ProcessReplay:
         recorded_cwd = head.cwd  # type: ignore[union-attr]
         if recorded_cwd != cwd and not (type(cwd) is str and recorded_cwd == self._cwd_form(cwd)):
             return None
-        queue.popleft()
-        self.engine.took(head)
+        self.engine.serve_head(queue, head)
         return head  # type: ignore[return-value]
 
-    def take(self, argv: Sequence[str], cwd: Any, env: Any, input: Any) -> ProcessCall:
-        """The entry answering a runner's ``run()``: :meth:`same_as_head`, else
-        :meth:`serve` (after refusing a string argv, which never equals a recorded one)."""
+    def run(self, argv: Sequence[str], cwd: Any, env: Any, input: Any, text: bool) -> ProcessResult:
+        """A runner's ``run()``: the entry answering it (:meth:`same_as_head`, else
+        :meth:`serve`, after refusing a string argv, which never equals a recorded one),
+        served, and its recorded outcome (see :meth:`answer`)."""
         entry = self.same_as_head(argv, cwd) if env is None and input is None else None
         if entry is None:
             check_argv(argv, "runner.run")
             entry = self.serve(argv, cwd=cwd, env=env, input=input)
-        return entry
+            self.engine.served(entry)
+        return self.answer(entry, argv, text)
 
     def serve(
         self,
@@ -412,12 +414,12 @@ class ProcessReplay:
         return self.engine.payload(entry, getattr(entry, field), field, text=text)
 
     def answer(self, entry: ProcessCall, argv: Sequence[str], text: bool) -> ProcessResult:
-        """The recorded outcome of a process call: its result, or the recorded error.
+        """The recorded outcome of a process call already served: its result, or the
+        recorded error.
 
         Its ``stdout`` and ``stderr`` are read from the tape when the program reads them,
         so a payload the tape lacks fails only a program that reads it.
         """
-        self.engine.served(entry)
         if entry.spawn_error is not None:
             raise rebuild_error(entry.spawn_error)
         if entry.timed_out:
@@ -496,8 +498,7 @@ class _ReplayRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Answer ``argv`` with its recorded result."""
-        server = self._server
-        return server.answer(server.take(argv, cwd, env, input), argv, text)
+        return self._server.run(argv, cwd, env, input, text)
 
     def stream(
         self,
