@@ -138,6 +138,17 @@ def test_advance_past_datetime_max_fails_and_leaves_the_clock(clock: FakeClock) 
     assert clock.time_ns() == START_NS
 
 
+def test_advance_to_a_recorded_time_past_datetime_max_fails_and_leaves_the_clock(
+    clock: FakeClock,
+) -> None:
+    # Both times given (a replayed call's end): the branch nearly every call takes.
+    with pytest.raises(OverflowError, match="year 9999"):
+        clock.advance_to(10**21, MONO_START_NS + S)
+    assert (clock.time_ns(), clock.monotonic_ns()) == (START_NS, MONO_START_NS)
+    clock.advance_to(START_NS + S, MONO_START_NS + 2 * S)
+    assert (clock.time_ns(), clock.monotonic_ns()) == (START_NS + S, MONO_START_NS + 2 * S)
+
+
 def test_advance_to_moves_forward_only(clock: FakeClock) -> None:
     clock.advance_to(START_NS + 10 * S)
     assert clock.time_ns() == START_NS + 10 * S

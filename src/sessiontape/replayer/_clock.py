@@ -18,6 +18,7 @@ import math
 import operator
 import threading
 from collections.abc import Iterator
+from typing import Final
 
 from .._errors import UsageError
 from .._time import EPOCH_UTC, MAX_WALL_NS, NS_PER_S, REAL
@@ -26,7 +27,8 @@ from ._timepatch import IGNORED_MODULES
 
 __all__ = ["IGNORED_MODULES", "FakeClock"]
 
-_PAST_MAX = "virtual wall time would pass the largest datetime (year 9999)"
+#: Why a move past the largest datetime fails (two places raise it).
+_PAST_MAX: Final = "virtual wall time would pass the largest datetime (year 9999)"
 
 
 def _seconds_to_ns(seconds: float, what: str) -> int:
