@@ -18,7 +18,7 @@ import msgspec
 
 from .._context import parent_var
 from .._errors import UsageError
-from ..cassette import Call, CallEntry, StoreMutation, stored_result
+from ..cassette import AgentTurn, Call, CallEntry, StoreMutation, stored_result
 from ..recorder import Opened
 from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
@@ -208,6 +208,21 @@ def _recorded_method(
 # -- replay side ----------------------------------------------------------------------
 
 
+def _made_as_recorded(
+    head: AgentTurn | StoreMutation | Call,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    expand: Callable[[str], str],
+) -> bool:
+    """Whether a call made with ``args`` and ``kwargs`` is ``head``'s recorded call, as
+    the application passed them: exactly, or with today's paths where the tape has
+    placeholders (the method name is the caller's to check)."""
+    recorded_kwargs = head.kwargs
+    return same_args(head.args, args, expand) and (
+        recorded_kwargs == kwargs or same_today(recorded_kwargs, kwargs, expand)
+    )
+
+
 def _take(
     engine: ReplaySide,
     boundary: str,
@@ -236,11 +251,7 @@ def _take(
     if same:
         recorded_args, recorded_kwargs = head.args, head.kwargs  # type: ignore[union-attr]
         # As the application passed them (plain data, usually), then as JSON data.
-        if (
-            not tried
-            and same_today(recorded_args, listed, expand)
-            and same_today(recorded_kwargs, kwargs, expand)
-        ):
+        if not tried and _made_as_recorded(head, args, kwargs, expand):  # type: ignore[arg-type]
             assert queue is not None
             queue.popleft()
             engine.took(head)  # type: ignore[arg-type]
@@ -310,8 +321,7 @@ def substitute_proxy(
             if (
                 head is not None
                 and head.method == method
-                and same_args(head.args, args, engine.roots.expand)
-                and (head.kwargs == kwargs or same_today(head.kwargs, kwargs, engine.roots.expand))
+                and _made_as_recorded(head, args, kwargs, engine.roots.expand)
             ):
                 assert queue is not None
                 engine.serve_head(queue, head)
