@@ -118,3 +118,81 @@ def demo(session: nox.Session) -> None:
     """Record and replay a live session of the bundled example orchestrator."""
     session.install("-e", ".")
     session.run("sessiontape", "demo", *session.posargs)
+
+
+# -- the suite on every supported CPython ---------------------------------------------------
+
+#: The CPython versions ``requires-python`` claims. ``nox -t pythons`` runs the suite on each
+#: this machine has (``nox -s tests-3.12`` on one); ``nox -s tests`` stays the one-interpreter
+#: run on nox's own Python.
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+
+
+def _runs(candidate: str, version: str) -> bool:
+    """Whether ``candidate`` is a working CPython ``version`` (a pyenv shim of a version
+    that is installed but not selected exists and fails)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+def _find_python(version: str) -> str | None:
+    """CPython ``version``: ``python3.X`` on the PATH if it runs, else the newest pyenv
+    install of it ($PYENV_ROOT, else ~/.pyenv), else ``None``."""
+    import glob
+
+    found = shutil.which(f"python{version}")
+    if found and _runs(found, version):
+        return found
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    installs = glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}"))
+
+    def patch_level(path: str) -> int:
+        tail = path.split(os.sep)[-3].split(".")[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    for candidate in sorted(installs, key=patch_level, reverse=True):
+        if _runs(candidate, version):
+            return candidate
+    return None
+
+
+def _suite_on(version: str) -> None:
+    """Define the session ``tests-<version>``: the suite on that CPython."""
+
+    @nox.session(name=f"tests-{version}", python=False, tags=["pythons"])
+    def run(session: nox.Session) -> None:
+        interpreter = _find_python(version)
+        if interpreter is None:
+            message = (
+                f"CPython {version} is not on this machine (no working python{version} on "
+                f"the PATH, no pyenv install of it): `pyenv install {version}` to run the "
+                "suite on it."
+            )
+            if os.environ.get("SESSIONTAPE_PYTHONS_REQUIRED") == "1":
+                session.error(message)
+            session.skip(message)
+        # A virtualenv of our own (nox looks interpreters up on the PATH only, where a
+        # pyenv shim of a version not selected answers but does not run).
+        venv = os.path.join(".nox", f"tests-{version.replace('.', '-')}")
+        python = os.path.join(venv, "bin", "python")
+        if not os.path.exists(python):
+            session.run(interpreter, "-m", "venv", venv, external=True)
+        session.run(python, "-m", "pip", "install", "-q", "-e", ".[test,bench]", external=True)
+        args = session.posargs or ["-n", "auto"]
+        session.run(python, "-m", "pytest", *args, external=True)
+
+    run.__doc__ = f"The suite on CPython {version} (found on the PATH or under pyenv)."
+
+
+for _version in PYTHONS:
+    _suite_on(_version)

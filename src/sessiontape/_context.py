@@ -14,6 +14,7 @@ replay engines; applications use :func:`worker` and :func:`current_worker`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from typing import Any, Final
 
 __all__ = [
     "DEFAULT_WORKER",
+    "ESCAPED_FROM",
     "current_worker",
     "derived_workers",
     "internal_threads",
@@ -57,8 +59,19 @@ def worker(worker_id: str) -> Iterator[str]:
     token = worker_var.set(worker_id)
     try:
         yield worker_id
+    except BaseException as exc:
+        # Which worker it escaped from: once it ends the thread, the block has reset the
+        # worker, and replay's thread hook reports the death under this name.
+        if getattr(exc, ESCAPED_FROM, None) is None:
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(exc, ESCAPED_FROM, worker_id)
+        raise
     finally:
         worker_var.reset(token)
+
+
+#: The attribute :func:`worker` sets on an exception leaving its block: the worker id.
+ESCAPED_FROM: Final = "_sessiontape_worker"
 
 
 def current_worker() -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Final
 
+from .._context import ESCAPED_FROM, worker
 from ._protocols import ReplaySide
 
 __all__ = ["application_frame", "reporting_thread_errors"]
@@ -49,10 +50,15 @@ def reporting_thread_errors(engine: ReplaySide) -> Iterator[None]:
     previous = threading.excepthook
 
     def hook(args: Any) -> None:
-        if args.exc_type is not SystemExit and args.exc_value is not None:
+        exc = args.exc_value
+        if args.exc_type is not SystemExit and exc is not None:
+            # The thread's worker block has ended by now: report it under the worker the
+            # exception escaped from (which took its calls), not the thread's own name.
+            escaped = getattr(exc, ESCAPED_FROM, None)
+            named = worker(escaped) if isinstance(escaped, str) else contextlib.nullcontext()
             # A strict replay raises on the report itself: the hook must still print.
-            with contextlib.suppress(Exception):
-                engine.application_error(args.exc_value, application_frame(args.exc_traceback))
+            with contextlib.suppress(Exception), named:
+                engine.application_error(exc, application_frame(args.exc_traceback))
         previous(args)
 
     threading.excepthook = hook

@@ -183,7 +183,9 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
 
     A process driven through ``patch_subprocess()`` also records how the program saw it
     end: ``polls`` is how many times ``poll()`` or ``wait(timeout)`` found it still
-    running, ``timeouts`` how many ``communicate(timeout=...)`` calls timed out, ``signals``
+    running, ``wait_timeouts`` how many of those were ``wait(timeout)`` calls (``None`` in
+    tapes from before it was recorded), ``timeouts`` how many
+    ``communicate(timeout=...)`` calls timed out, ``signals``
     the signals the program sent it while it ran, and ``unfinished`` that it was still
     running when interception ended. A *conversation* (stdin written after output was
     read) keeps its bytes as ``chunks`` in the order they crossed the pipes, and then
@@ -208,6 +210,7 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     timeouts: int = 0
     signals: list[int] | None = None
     unfinished: bool = False
+    wait_timeouts: int | None = None
 
 
 class AgentTurn(_Entry, frozen=True, kw_only=True, tag="agent_turn"):

@@ -23,6 +23,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import CassetteError
+from ._depth import MAX_DEPTH, too_deep
 from ._entries import FORMAT_VERSION, Entry
 from ._lazy import LazyEntry, ViewEntry
 from ._mapped import MAP_AT, MappedFile
@@ -411,6 +412,16 @@ def _check_start(first: bytes, whole: bool, nonempty: bool, path: str) -> None:
 
 def _recording(entries: list[Entry], path: str, torn: bool, data: Callable[[], bytes]) -> Recording:
     """The :class:`Recording` of ``entries``; a seq error names its lines in ``data()``."""
+    deep = too_deep(entries)
+    if deep is not None:
+        lines = _lines_holding(data(), deep.seq)
+        raise CassetteError(
+            f"a value of the entry with seq {deep.seq} is nested more than {MAX_DEPTH} levels "
+            "deep, deeper than any recorded value can be (a damaged or crafted line). Fix or "
+            "delete the line, or re-record the cassette.",
+            path=path,
+            line=lines[-1] if lines else None,
+        )
     try:
         return Recording(entries, path=path, torn=torn)
     except SeqError as exc:

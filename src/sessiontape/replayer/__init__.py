@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._align import Normalize
 from ._clock import IGNORED_MODULES, FakeClock
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
+from ._inflight import IN_FLIGHT
 from ._match import MASKED, Matcher, Noise, compare
 from ._rebuild import (
     rebuild_error,
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_LOOKAHEAD",
     "DEFAULT_ORDER_TIMEOUT",
     "IGNORED_MODULES",
+    "IN_FLIGHT",
     "MASKED",
     "UNSET",
     "FakeClock",

@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol
 
 from .._time import NS_PER_S, REAL, naive_utc
 from ._copies import COPIES
+from ._inflight import IN_FLIGHT
 
 __all__ = [
     "IGNORED_MODULES",
@@ -220,13 +221,19 @@ def _patch_asyncio(undo: list[Callable[[], None]]) -> None:
             return real_select(self, timeout)
         if sys._getframe(1).f_globals.get("__name__") != "asyncio.base_events":
             return real_select(self, timeout)
+        # The count is read before the look at the loop's own descriptors: a producer's
+        # output that the look missed was made in a burst of work that moves the count or
+        # is still going on when the producers are asked (``_inflight``).
+        count = IN_FLIGHT.count
         ready = real_select(self, 0)
         if ready:
             return ready
-        if clock.held:
+        if clock.held or IN_FLIGHT.busy():
             # A thread is still producing what the loop waits for: wait for it in real
             # time, a little at a time, and let the loop look at its timers again.
             return real_select(self, min(timeout, HOLD_POLL))
+        if IN_FLIGHT.count != count:
+            return []  # a producer worked meanwhile: look again before jumping
         # Nothing can happen before the next timer: move virtual time to it.
         clock.advance_ns(int(timeout * NS_PER_S) + 1)
         return []

@@ -17,18 +17,23 @@ import re
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
+from ..._errors import UsageError
 from ...cassette import ErrorInfo, Payload, ProcessCall
 from ...replayer import rebuild_error
 from ...report import MismatchKind, diff_values_counted
 from .._process import ProcessReplay
 from .._protocols import ReplaySide
-from ._lazy import Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
+from ._lazy import LAZY, Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
 from ._pipes import close_quietly
 from ._pump import STALL_SECONDS, Pump
 
-__all__ = ["Fake", "items", "spawn_error"]
+__all__ = ["GUARD_SECONDS", "Fake", "items", "spawn_error", "would_block"]
+
+#: Real seconds a replayed ``wait()`` or ``communicate()`` waits for a process to end as
+#: the tape says it did, before it reports that it cannot follow the tape and raises.
+GUARD_SECONDS: Final = 10.0
 
 _ERRNO_MESSAGE: Final = re.compile(r"^\[Errno (\d+)\] (.*?)(?:: '(.*)')?$", re.S)
 
@@ -54,9 +59,9 @@ class Fake:
     (until they are made), and its pump (once they carry bytes a thread may have to feed)."""
 
     __slots__ = (
-        "_callbacks", "_lock", "_served", "ends_by_itself", "entry", "error", "fast",
-        "orig_timeout", "polls_left", "popen", "pump", "server", "timeouts_left",
-        "timing_out", "wiring",
+        "_callbacks", "_lock", "_served", "deadline", "ends_by_itself", "entry", "error",
+        "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
+        "timeouts_left", "timing_out", "waits_left", "wiring",
     )  # fmt: skip
 
     def __init__(self, server: ProcessReplay, entry: ProcessCall, wiring: Wiring | None) -> None:
@@ -67,10 +72,17 @@ class Fake:
         self.error: BaseException | None = None
         #: The ``Popen``, while pipes wired for it wait to be made.
         self.popen: weakref.ref[Any] | None = None
-        self.polls_left = entry.polls
+        #: ``poll()`` calls left that find it running, ``wait(timeout)`` calls left that
+        #: time out (``None``: an older tape, whose ``polls`` counts both).
+        self.waits_left: int | None = entry.wait_timeouts
+        self.polls_left = entry.polls - (entry.wait_timeouts or 0)
         self.timeouts_left = entry.timeouts
         self.timing_out = False
         self.orig_timeout: float | None = None
+        #: Inside a ``communicate()`` with no timeout (its waits are the guard's), and the
+        #: real monotonic time the ``communicate()`` under way gives up at.
+        self.guarded = False
+        self.deadline: float | None = None
         self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
         #: The fast path's condition: what the process did needs neither a thread nor a
         #: pipe made before the program asks for one. Not a conversation (its recorded
@@ -107,6 +119,32 @@ class Fake:
         not made yet (it cannot have ended before that stdin came)."""
         wiring = self.wiring
         return wiring is not None and "stdin" in wiring.pipes and not _empty(self.entry.input)
+
+    def wait_times_out(self) -> bool:
+        """A ``wait(timeout)`` the program makes: whether the tape says it found the
+        process running (it raises ``TimeoutExpired``); counted off when it does."""
+        if self.waits_left is None:  # an older tape: polls counts both
+            return self.poll_finds_running()
+        if self.waits_left > 0:
+            self.waits_left -= 1
+            return True
+        return False
+
+    def poll_finds_running(self) -> bool:
+        """A ``poll()``: whether the tape says it found the process running; counted off."""
+        found = self.polls_left > 0
+        self.polls_left -= found
+        return found
+
+    def timed_out(self) -> None:
+        """A ``communicate(timeout=...)`` timed out as on the tape. Once the last recorded
+        timeout has, a process that ended by itself may end: its output is then ended
+        as soon as it is all out (so that the next ``communicate()`` returns)."""
+        self.timeouts_left -= 1
+        if not (self.timeouts_left > 0 or self.entry.unfinished or self.entry.signals):
+            self.ends_by_itself = True
+            if self.pump is not None:
+                self.pump.may_end()
 
     def serve(self) -> None:
         """Count the entry served (once), moving virtual time to the end of the call."""
@@ -214,6 +252,9 @@ class Fake:
         names = wiring.pipes
         if not names:
             return None  # made by another thread since the caller looked
+        slots = popen.__dict__
+        if any(slots.get(name) is not LAZY for name in names):
+            return None  # a stand-in for a stream (a mock): CPython's code uses it
         closed = wiring.closed_files()
         written = stdin_bytes(wiring, input, closed["stdin"]) if "stdin" in names else None
         if written is None and "stdin" in names:
@@ -312,6 +353,43 @@ class Fake:
             diffs=diffs,
             total=total,
         )
+
+
+def would_block(fake: Fake, call: str) -> NoReturn:
+    """``fake``'s process has not ended ``GUARD_SECONDS`` after ``call`` began waiting for
+    it, where the tape says it did: reported as a mismatch (replay cannot follow the
+    tape), then raised, so that replay never hangs."""
+    entry = fake.entry
+    if entry.unfinished:
+        state = "was still running when interception ended"
+    elif entry.signals and (fake.pump is None or fake.pump.signaled is None):
+        state = f"was ended by the signal(s) {entry.signals} the program sent it"
+    elif fake.timeouts_left > 0:
+        state = (
+            f"ended after {entry.timeouts} communicate(timeout=...) call(s) timed out "
+            f"({fake.timeouts_left} have not yet here)"
+        )
+    else:
+        state = "ended once its recorded output was read"
+    what = (
+        f"seq {entry.seq}: {call} on the replayed process {entry.argv!r} (worker "
+        f"{entry.worker!r}) would block: on the tape it {state}, and after "
+        f"{GUARD_SECONDS:g} s it still has not ended here."
+    )
+    hint = (
+        " Read its output before waiting, send it the signal the recording did, or "
+        "record the tape again if the program now drives the process differently."
+    )
+    fake.server.engine.mismatch(
+        MismatchKind.ERROR_MISMATCH,
+        seq=entry.seq,
+        worker=entry.worker,
+        boundary="process",
+        message=what,
+        expected=f"the process ends ({state})",
+        actual=f"{call} still waiting after {GUARD_SECONDS:g} s",
+    )
+    raise UsageError(what + hint)
 
 
 def _text(raw: bytes) -> str:

@@ -17,6 +17,12 @@ answered from the tape (:func:`stdin_bytes`, :func:`read_as`, :func:`close_answe
 same values, the same streams left behind (closed file objects of the same types), the
 same attributes set, with no pipe, no thread and no system call (but for the closed file
 objects, made once for each kind of stream).
+
+The placeholder never leaks: code that swaps a stream attribute for a while
+(``mock.patch.object(proc, "stdin")``) saves the placeholder and puts it back; if the
+pipes were made meanwhile, the file made for that stream is what it puts back (and what
+the stream was made into is left alone while the stand-in is there), as if the stream had
+been made before the swap, as CPython makes it.
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ class Wiring:
     have made them with. Made before ``__init__`` runs (its presence is what tells the
     patched ``_get_handles`` to leave the pipes out), completed after."""
 
-    __slots__ = ("bufsize", "encoding", "errors", "line_buffering", "merged", "pipes", "text")
+    __slots__ = (
+        "bufsize", "encoding", "errors", "line_buffering", "made", "merged", "pipes", "text",
+    )  # fmt: skip
 
     def __init__(self, bufsize: Any) -> None:
         self.bufsize = bufsize
@@ -83,6 +91,8 @@ class Wiring:
         self.encoding: str | None = None
         self.errors: str | None = None
         self.line_buffering = False
+        #: The file objects made for the streams, by name, once they are made.
+        self.made: dict[str, Any] = {}
 
     def wire(self, stdin: Any, stdout: Any, stderr: Any) -> tuple[Any, Any, Any]:
         """Take the ``PIPE`` streams of ``_get_handles``'s arguments; return what is left
@@ -181,7 +191,6 @@ def make_pipes(popen: Any, wiring: Wiring, pipesize: int) -> dict[str, int]:
             parent, child[name] = (write, read) if name == "stdin" else (read, write)
             files.append(wiring.file(name, parent))
             loose.remove(parent)
-            popen.__dict__[name] = files[-1]
     except BaseException:  # out of descriptors, say: nothing made is left open
         for file in files:
             with contextlib.suppress(OSError):
@@ -190,6 +199,15 @@ def make_pipes(popen: Any, wiring: Wiring, pipesize: int) -> dict[str, int]:
             with contextlib.suppress(OSError):
                 os.close(fd)
         raise
+    slots = popen.__dict__
+    for name, file in zip(wiring.pipes, files, strict=True):
+        wiring.made[name] = file
+        # A stand-in the program put there meanwhile stays until it puts the
+        # placeholder back (StreamAttribute.__set__ then puts this file instead).
+        # (None: Popen.__init__ has not set the stream yet.)
+        current = slots.get(name)
+        if current is None or current is LAZY:
+            slots[name] = file
     if wiring.merged:
         child["stderr"] = child["stdout"]
     wiring.pipes = ()
@@ -223,9 +241,10 @@ class StreamAttribute:
 
     __slots__ = ("name", "opener")
 
-    def __init__(self, name: str, opener: Callable[[Any], None]) -> None:
+    def __init__(self, name: str, opener: Callable[[Any], Wiring | None]) -> None:
         self.name = name
-        #: Makes every wired pipe of the process it is given.
+        #: Makes every wired pipe of the process it is given; returns its wiring (where
+        #: the made files are), ``None`` for a process replay does not serve.
         self.opener = opener
 
     def __get__(self, popen: Any, owner: type | None = None) -> Any:
@@ -241,11 +260,18 @@ class StreamAttribute:
                 f"{type(popen).__name__!r} object has no attribute {name!r}", name=name, obj=popen
             ) from None
         if value is LAZY:
-            self.opener(popen)
+            wiring = self.opener(popen)
             value = slots[name]
+            if value is LAZY:  # put back over the file made meanwhile (see the module)
+                value = wiring.made.get(name, LAZY) if wiring is not None else LAZY
+                slots[name] = value
         return value
 
     def __set__(self, popen: Any, value: Any) -> None:
+        if value is LAZY:  # a swap undone (see the module): the made file, if made
+            wiring = self.opener(popen)
+            if wiring is not None:
+                value = wiring.made.get(self.name, LAZY)
         popen.__dict__[self.name] = value
 
     def __delete__(self, popen: Any) -> None:
@@ -316,7 +342,7 @@ def close_answered(
     (``None`` for one that is not a pipe)."""
     slots = popen.__dict__
     for name in names:
-        slots[name] = closed[name]
+        slots[name] = wiring.made[name] = closed[name]
     if not popen._communication_started:
         return
     outputs: dict[Any, list[bytes]] = {}

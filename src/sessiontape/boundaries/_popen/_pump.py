@@ -8,6 +8,11 @@ common case (no stdin, output that fits in the pipes) completes at once, without
 thread; anything else runs in a thread that ends when the process does, or when
 interception ends. Every wait is bounded: a program that stops writing the stdin the
 tape is waiting for is reported after :data:`STALL_SECONDS` and given end-of-file.
+
+A pump's thread is a producer for an asyncio loop on virtual time (``replayer``'s
+``IN_FLIGHT``): while it works, or has a reason to wake (stdin written, room in a pipe it
+has output for, a signal), a loop waiting for its output waits in real time instead of
+jumping the clock to its next timer.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from ...cassette import Payload
+from ...replayer import IN_FLIGHT
 from ._pipes import close_quietly, start_thread
 
 __all__ = ["STALL_SECONDS", "Pump"]
@@ -54,6 +60,8 @@ class Pump:
         self._buffers: dict[int, bytearray] = {fd: bytearray() for fd in self._fds}
         self._decode = decode
         self._ends_by_itself = ends_by_itself
+        #: Whether the thread is serving (not waiting in its select): see :meth:`busy`.
+        self._working = True
         self._name = name
         self._pos = 0
         #: What the program wrote to stdin, and what the tape expects so far.
@@ -90,7 +98,38 @@ class Pump:
             return
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
-        self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
+        IN_FLIGHT.add(self)
+        try:
+            self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
+        except BaseException:
+            IN_FLIGHT.discard(self)
+            raise
+
+    def may_end(self) -> None:
+        """The process may end once its output is out (the recorded timeouts that kept it
+        running are all served); it ends as one that ended by itself."""
+        self._ends_by_itself = True
+        self._wake()
+
+    def busy(self) -> bool:
+        """Whether the thread is serving, or will wake without the program acting: a
+        signal or stop came, stdin was written, or a pipe it has output for has room.
+        Asked from an event loop's thread (``IN_FLIGHT``); does not block."""
+        if self._working:
+            return not self.finished.is_set()
+        with self._lock:
+            wake = self._wake_r
+            if wake < 0 or self.finished.is_set():
+                return False
+            readers = [wake]
+            if self._stdin is not None and not self.stdin_eof:
+                readers.append(self._stdin)
+            writers = [fd for fd, buffer in self._buffers.items() if buffer]
+            try:
+                ready = select.select(readers, writers, [], 0)
+            except (OSError, ValueError):
+                return False  # closed meanwhile: it has ended
+        return any(ready)
 
     def signal(self, sig: int) -> None:
         """The program signalled the process: its output ends now."""
@@ -216,6 +255,7 @@ class Pump:
             self._loop()
         finally:
             self._close_wake()
+            IN_FLIGHT.discard(self)
 
     def _loop(self) -> None:
         while not self._step():
@@ -224,9 +264,16 @@ class Pump:
                 readers.append(self._stdin)
             writers = [fd for fd, buffer in self._buffers.items() if buffer]
             gated = self._pos < len(self._items) and self._gated()
+            IN_FLIGHT.idle()
+            self._working = False
             try:
                 ready = select.select(readers, writers, [], STALL_SECONDS if gated else None)
             except (OSError, ValueError):
+                ready = None
+            finally:
+                self._working = True
+                IN_FLIGHT.working()
+            if ready is None:
                 self._end()
                 return
             if not any(ready) and gated:

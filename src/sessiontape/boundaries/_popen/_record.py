@@ -56,6 +56,7 @@ class _Tracked:
         self.returncode: int | None = None
         self.ended_ns: int | None = None
         self.polls = 0
+        self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
         self.signals: list[int] = []
         self.written = False
@@ -95,6 +96,7 @@ class _Tracked:
             "timeouts": self.timeouts,
             "signals": list(self.signals) or None,
             "unfinished": unfinished,
+            "wait_timeouts": self.wait_timeouts,
         }
         streams: dict[str, bytes | None] = {
             name: ChunkLog.joined(chunks, name) if name in self.piped else None
@@ -262,6 +264,7 @@ def _wait(self: Any, timeout: float | None) -> Any:
     except subprocess.TimeoutExpired:
         if tracked is not None:
             tracked.polls += 1
+            tracked.wait_timeouts += 1
         raise
     if tracked is not None:
         tracked.exited(self.returncode)

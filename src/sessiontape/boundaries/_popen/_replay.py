@@ -9,8 +9,14 @@ gets its pipes at once, fed by a :class:`~._pump.Pump`. Over pipes that exist, C
 own code runs ``communicate``, ``wait``, the context manager, ``readline`` and text
 decoding over real file descriptors. The process answers ``poll()``, ``wait()`` and
 signals from the tape: ``poll()`` finds it running as many times as the program found it
-running when recording, a ``communicate(timeout=...)`` recorded as timing out times out
-once its recorded output is read, and a signal ends it.
+running when recording, and so does ``wait(timeout)`` (each counted apart, so a ``kill()``
+from another thread while the program waits replays as recorded); a
+``communicate(timeout=...)`` recorded as timing out times out once its recorded output is
+read, and the process ends once the last of them has; a signal ends it.
+
+Every wait is bounded (:data:`GUARD_SECONDS` of real time): a ``wait()`` or
+``communicate()`` for a process that does not end as the tape says it did reports a
+mismatch and raises rather than hang.
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ..._errors import UsageError
+from ..._time import REAL
 from .._process import UNKNOWN_INPUT, ProcessReplay
 from ._asyncio import replaying_asyncio
-from ._fake import Fake, items, spawn_error
+from ._fake import GUARD_SECONDS, Fake, items, spawn_error, would_block
 from ._lazy import LAZY, STREAMS, StreamAttribute, Wiring
 from ._pipes import ORIGINALS, TAPE_PID_BASE, TRACKER, Spawn, install_methods, pending_bytes
 from ._pump import Pump
@@ -35,7 +41,7 @@ from ._pump import Pump
 __all__ = ["WAIT_SECONDS", "replaying_popen"]
 
 #: Real seconds ``wait()`` waits for a replayed process to deliver its recorded output.
-WAIT_SECONDS: Final = 10.0
+WAIT_SECONDS: Final = GUARD_SECONDS
 
 
 class _Replaying:
@@ -192,10 +198,12 @@ def _fake(popen: Any) -> Fake | None:
     return found if type(found) is Fake else None
 
 
-def _open_pipes(popen: Any) -> None:
+def _open_pipes(popen: Any) -> Wiring | None:
     fake = _fake(popen)
-    if fake is not None:
-        fake.open_pipes(popen)
+    if fake is None:
+        return None
+    fake.open_pipes(popen)
+    return fake.wiring
 
 
 def _get_handles(self: Any, stdin: Any, stdout: Any, stderr: Any) -> Any:
@@ -232,8 +240,7 @@ def _internal_poll(self: Any, *args: Any, **kwargs: Any) -> Any:
     if self.returncode is not None:
         return self.returncode
     deadstate = args[0] if args else kwargs.get("_deadstate")
-    if deadstate is None and fake.polls_left > 0:
-        fake.polls_left -= 1
+    if deadstate is None and fake.poll_finds_running():
         return None
     if fake.ends_by_itself or fake.finished():
         return _settle(self, fake)
@@ -248,31 +255,26 @@ def _wait(self: Any, timeout: float | None) -> Any:
         return self.returncode
     if fake.awaits_stdin():
         fake.open_pipes(self)  # the process waits for that stdin, as the pump does
+    if timeout is not None and not fake.guarded:
+        # A wait(timeout) CPython's code or the program made, as when recording.
+        if fake.timing_out:
+            # communicate(timeout=...) timed out on the tape while waiting for the exit;
+            # Python reports the time that was left then, which was about the whole timeout.
+            fake.wait_times_out()
+            raise subprocess.TimeoutExpired(self.args, fake.orig_timeout or 0.0)
+        if fake.wait_times_out():
+            raise subprocess.TimeoutExpired(self.args, timeout)
     pump = fake.pump
     if pump is None:
         _raise_pending(fake)
         return _settle(self, fake)
-    if timeout is not None and fake.timing_out:
-        # communicate(timeout=...) timed out on the tape while waiting for the exit; Python
-        # reports the time that was left then, which was about the whole timeout.
-        fake.polls_left = max(0, fake.polls_left - 1)
-        raise subprocess.TimeoutExpired(self.args, fake.orig_timeout or 0.0)
-    if timeout is not None and (fake.polls_left > 0 or not fake.ends_by_itself):
-        if fake.polls_left > 0:
-            fake.polls_left -= 1
-        if fake.polls_left > 0 or not pump.finished.is_set():
-            raise subprocess.TimeoutExpired(self.args, timeout)
-    if not pump.finished.wait(WAIT_SECONDS):
-        entry = fake.entry
-        state = "was still running when interception ended" if entry.unfinished else (
-            "was ended by a signal the program sent" if entry.signals else
-            "had not delivered its recorded output")  # fmt: skip
-        raise UsageError(
-            f"seq {entry.seq}: wait() on the replayed process {entry.argv!r} (worker "
-            f"{entry.worker!r}) would block: on the tape it {state}, and after "
-            f"{WAIT_SECONDS:g} s it still has not ended here. Read its output before waiting, "
-            "or send it the signal the recording did."
-        )
+    unfinished = fake.entry.unfinished and not pump.finished.is_set()
+    if timeout is not None and not fake.guarded and unfinished:
+        raise subprocess.TimeoutExpired(self.args, timeout)  # it never ended on the tape
+    # The tape says this wait saw the process end (a signal from another thread, say,
+    # or the end of its output): wait for that in real time, within the guard.
+    if not pump.finished.wait(GUARD_SECONDS):
+        would_block(fake, "wait()" if timeout is None else f"wait(timeout={timeout:g})")
     _raise_pending(fake)
     return _settle(self, fake)
 
@@ -283,14 +285,17 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
         return ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     fake.timing_out = endtime is not None and fake.timeouts_left > 0
     fake.orig_timeout = orig_timeout
+    fake.guarded = endtime is None
+    fake.deadline = REAL.monotonic() + GUARD_SECONDS
     try:
         result = ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     except subprocess.TimeoutExpired:
         if fake.timing_out:
-            fake.timeouts_left -= 1
+            fake.timed_out()
         raise
     finally:
-        fake.timing_out = False
+        fake.timing_out = fake.guarded = False
+        fake.deadline = None
     _raise_pending(fake)
     return result
 
@@ -311,21 +316,30 @@ def _remaining_time(self: Any, endtime: Any) -> Any:
     fake = _fake(self)
     if fake is None:
         return ORIGINALS["_remaining_time"](self, endtime)
-    if endtime is None:
-        return None
-    if not fake.timing_out:
-        return WAIT_SECONDS  # the tape, not the clock, decides whether this times out
-    if not (self.stdout or self.stderr or self.stdin):
-        return 0.0  # no pipes: communicate() goes straight to wait(), which times out
-    return -1.0 if _drained(self, fake) else 0.01
+    if fake.timing_out:
+        if not (self.stdout or self.stderr or self.stdin):
+            return 0.0  # no pipes: communicate() goes straight to wait(), which times out
+        return -1.0 if _drained(self, fake) else 0.01
+    deadline = fake.deadline
+    if deadline is not None:
+        # Inside communicate(): the tape, not the clock, decides whether it times out;
+        # its select waits in real time, up to the guard (_check_timeout raises then).
+        return max(deadline - REAL.monotonic(), 0.001)
+    return None if endtime is None else WAIT_SECONDS
 
 
 def _check_timeout(self: Any, endtime: Any, orig_timeout: Any, *args: Any, **kwargs: Any) -> Any:
     fake = _fake(self)
     if fake is None:
         return ORIGINALS["_check_timeout"](self, endtime, orig_timeout, *args, **kwargs)
+    deadline = fake.deadline
+    late = deadline is not None and REAL.monotonic() >= deadline
+    if late and not fake.timing_out:
+        would_block(fake, "communicate()")
     skip = kwargs.get("skip_check_and_raise", args[2] if len(args) > 2 else False)
-    if endtime is None or not (skip or (fake.timing_out and _drained(self, fake))):
+    # A communicate() that timed out on the tape times out once its output is read (or
+    # at the guard, if that output never comes).
+    if endtime is None or not (skip or late or (fake.timing_out and _drained(self, fake))):
         return None
     stdout_seq, stderr_seq = args[0], args[1]
     return ORIGINALS["_check_timeout"](
