@@ -479,10 +479,17 @@ def test_a_held_clock_keeps_asyncio_from_jumping(installed: FakeClock) -> None:
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
 
+        # Held before the thread starts: a hold taken inside it could come after the
+        # loop has looked (a loaded machine starts threads late) and jumped to 2 s.
+        hold = installed.hold()
+        hold.__enter__()
+
         def producer() -> None:
-            with installed.hold():
+            try:
                 released.wait(0.1)
                 loop.call_soon_threadsafe(waiter.set_result, True)
+            finally:
+                hold.__exit__(None, None, None)
 
         threading.Thread(target=producer).start()
         try:

@@ -248,9 +248,22 @@ def _patch_asyncio(undo: list[Callable[[], None]]) -> None:
         future.add_done_callback(lambda _: release.__exit__(None, None, None))
         return future
 
+    real_shutdown = loop_class.shutdown_default_executor
+
+    async def shutdown_default_executor(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # asyncio.run() joins the default executor's threads from one more thread, and
+        # from 3.12 waits for it under a 300 s timer: held, the loop waits for the join in
+        # real time instead of jumping to that timer (and warning) on a loaded machine.
+        clock = _active
+        if clock is None:
+            return await real_shutdown(self, *args, **kwargs)
+        with clock.hold():
+            return await real_shutdown(self, *args, **kwargs)
+
     _set(loop_class, "time", loop_time, undo)
     _set(selector_class, "select", select, undo)
     _set(loop_class, "run_in_executor", run_in_executor, undo)
+    _set(loop_class, "shutdown_default_executor", shutdown_default_executor, undo)
 
 
 # -- install / uninstall --------------------------------------------------------------

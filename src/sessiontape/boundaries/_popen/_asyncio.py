@@ -7,16 +7,24 @@ side the status, and the watcher's thread is kept out of the derived worker name
 replay there is no process to watch: the watcher is answered by the replayed process
 itself when it ends. Both hook the watcher classes asyncio has, whichever the Python
 version (3.10 to 3.13) installs.
+
+On replay, ``Process.wait()`` and ``Process.communicate()`` of a replayed process are
+bounded as ``Popen``'s are: if the process has not ended as the tape says it did
+``GUARD_SECONDS`` of real time later, the replay side reports it and the call raises
+(rather than wait for an exit that will not come).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from ..._context import internal_threads
+from . import _fake
 
 __all__ = ["recording_asyncio", "replaying_asyncio"]
 
@@ -24,6 +32,9 @@ __all__ = ["recording_asyncio", "replaying_asyncio"]
 Exited = Callable[[Any, "int | None"], None]
 #: Finds the replayed process of a pid and registers an exit callback; False if none.
 OnExit = Callable[[int, Callable[[int], None]], bool]
+#: For a pid, what reports and raises that a wait on its replayed process would block
+#: (given the call's name); ``None`` for a pid replay does not serve.
+Guard = Callable[[int], "Callable[[str], NoReturn] | None"]
 
 
 def _watcher_classes() -> list[type]:
@@ -91,10 +102,49 @@ def _replay_add_child_handler(original: Any, on_exit: OnExit) -> Any:
     return add_child_handler
 
 
+def _guarded(original: Any, name: str, guard: Guard) -> Any:
+    """``Process.wait``/``communicate`` bounded by the guard for a replayed process: the
+    call runs as a task that a real-time timer cancels if it has not ended by then."""
+    import asyncio
+
+    @functools.wraps(original)
+    async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        blocked = guard(self.pid) if self.returncode is None else None
+        if blocked is None:
+            return await original(self, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        inner = asyncio.ensure_future(original(self, *args, **kwargs))
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            if not inner.done():
+                expired = True
+                inner.cancel()
+
+        timer = threading.Timer(_fake.GUARD_SECONDS, loop.call_soon_threadsafe, (expire,))
+        timer.daemon = True
+        with internal_threads():
+            timer.start()
+        try:
+            return await inner
+        except asyncio.CancelledError:
+            if expired:  # the guard's, not the caller's, cancellation
+                blocked(f"asyncio's Process.{name}()")
+            raise
+        finally:
+            timer.cancel()
+
+    return method
+
+
 @contextlib.contextmanager
-def replaying_asyncio(on_exit: OnExit) -> Iterator[None]:
-    """For the block, a child watcher asked to watch a replayed pid is answered by it."""
-    patches = [
+def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
+    """For the block, a child watcher asked to watch a replayed pid is answered by it,
+    and waiting for a replayed process in asyncio is bounded (see the module)."""
+    from asyncio import subprocess as aio
+
+    patches: list[tuple[type, str, Any]] = [
         (
             cls,
             "add_child_handler",
@@ -102,5 +152,7 @@ def replaying_asyncio(on_exit: OnExit) -> Iterator[None]:
         )
         for cls in _watcher_classes()
     ]
+    for name in ("wait", "communicate"):
+        patches.append((aio.Process, name, _guarded(aio.Process.__dict__[name], name, guard)))
     with _patched(patches):
         yield

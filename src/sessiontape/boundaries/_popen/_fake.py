@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from ..._errors import UsageError
+from ..._time import REAL
 from ...cassette import ErrorInfo, Payload, ProcessCall
 from ...replayer import rebuild_error
 from ...report import MismatchKind, diff_values_counted
@@ -29,7 +30,15 @@ from ._lazy import LAZY, Wiring, close_answered, fits, make_pipes, read_as, stdi
 from ._pipes import close_quietly
 from ._pump import STALL_SECONDS, Pump
 
-__all__ = ["GUARD_SECONDS", "Fake", "items", "spawn_error", "would_block"]
+__all__ = [
+    "GUARD_SECONDS",
+    "Fake",
+    "guard_deadline",
+    "items",
+    "spawn_error",
+    "wait_for_end",
+    "would_block",
+]
 
 #: Real seconds a replayed ``wait()`` or ``communicate()`` waits for a process to end as
 #: the tape says it did, before it reports that it cannot follow the tape and raises.
@@ -353,6 +362,19 @@ class Fake:
             diffs=diffs,
             total=total,
         )
+
+
+def guard_deadline() -> float:
+    """The real monotonic time a wait that starts now gives up at."""
+    return REAL.monotonic() + GUARD_SECONDS
+
+
+def wait_for_end(fake: Fake, call: str) -> None:
+    """Wait, in real time and within the guard, for ``fake``'s pump to end the process
+    (:func:`would_block` if it does not)."""
+    pump = fake.pump
+    if pump is not None and not pump.finished.wait(GUARD_SECONDS):
+        would_block(fake, call)
 
 
 def would_block(fake: Fake, call: str) -> NoReturn:

@@ -28,12 +28,20 @@ import subprocess
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from ..._time import REAL
 from .._process import UNKNOWN_INPUT, ProcessReplay
 from ._asyncio import replaying_asyncio
-from ._fake import GUARD_SECONDS, Fake, items, spawn_error, would_block
+from ._fake import (
+    GUARD_SECONDS,
+    Fake,
+    guard_deadline,
+    items,
+    spawn_error,
+    wait_for_end,
+    would_block,
+)
 from ._lazy import LAZY, STREAMS, StreamAttribute, Wiring
 from ._pipes import ORIGINALS, TAPE_PID_BASE, TRACKER, Spawn, install_methods, pending_bytes
 from ._pump import Pump
@@ -151,6 +159,12 @@ class _Replaying:
             return original(popen, input, timeout)
 
         return communicate
+
+    def guard(self, pid: int) -> Callable[[str], NoReturn] | None:
+        fake = self.live.get(pid)
+        if fake is None or fake.finished():
+            return None
+        return functools.partial(would_block, fake)
 
     def on_exit(self, pid: int, callback: Callable[[int], None]) -> bool:
         fake = self.live.get(pid)
@@ -273,8 +287,7 @@ def _wait(self: Any, timeout: float | None) -> Any:
         raise subprocess.TimeoutExpired(self.args, timeout)  # it never ended on the tape
     # The tape says this wait saw the process end (a signal from another thread, say,
     # or the end of its output): wait for that in real time, within the guard.
-    if not pump.finished.wait(GUARD_SECONDS):
-        would_block(fake, "wait()" if timeout is None else f"wait(timeout={timeout:g})")
+    wait_for_end(fake, "wait()" if timeout is None else f"wait(timeout={timeout:g})")
     _raise_pending(fake)
     return _settle(self, fake)
 
@@ -286,7 +299,7 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
     fake.timing_out = endtime is not None and fake.timeouts_left > 0
     fake.orig_timeout = orig_timeout
     fake.guarded = endtime is None
-    fake.deadline = REAL.monotonic() + GUARD_SECONDS
+    fake.deadline = guard_deadline()
     try:
         result = ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     except subprocess.TimeoutExpired:
@@ -362,7 +375,10 @@ def _send_signal(self: Any, sig: int) -> None:
 def replaying_popen(server: ProcessReplay) -> Iterator[None]:
     """Serve every process ``subprocess.Popen`` starts in the block from the tape."""
     replaying = _Replaying(server)
-    with install_methods(replaying.methods()), replaying_asyncio(replaying.on_exit):
+    with (
+        install_methods(replaying.methods()),
+        replaying_asyncio(replaying.on_exit, replaying.guard),
+    ):
         try:
             yield
         finally:
