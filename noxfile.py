@@ -185,9 +185,17 @@ def _suite_on(version: str) -> None:
         # pyenv shim of a version not selected answers but does not run).
         venv = os.path.join(".nox", f"tests-{version.replace('.', '-')}")
         python = os.path.join(venv, "bin", "python")
+        marker = os.path.join(venv, ".installed")
         if not os.path.exists(python):
             session.run(interpreter, "-m", "venv", venv, external=True)
-        session.run(python, "-m", "pip", "install", "-q", "-e", ".[test,bench]", external=True)
+        # The editable install follows the sources; it is redone only when the project's
+        # metadata (its dependencies) changed since.
+        if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(
+            "pyproject.toml"
+        ):
+            session.run(python, "-m", "pip", "install", "-q", "-e", ".[test,bench]", external=True)
+            with open(marker, "w", encoding="utf-8") as done:
+                done.write(interpreter + "\n")
         args = session.posargs or ["-n", "auto"]
         session.run(python, "-m", "pytest", *args, external=True)
 

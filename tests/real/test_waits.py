@@ -155,7 +155,28 @@ def p_mock_patched_stdin_communicate(d: Path) -> Any:
     return out, type(proc.stdin).__name__, proc.returncode
 
 
+async def _asyncio_kill_and_terminate() -> Any:
+    seen = []
+    for stop in ("kill", "terminate", "send_signal"):
+        proc = await asyncio.create_subprocess_exec(
+            PY, "-c", "import time; time.sleep(30)", stdout=PIPE
+        )
+        loop = asyncio.get_running_loop()
+        if stop == "send_signal":
+            loop.call_later(0.1, proc.send_signal, 2)  # SIGINT: KeyboardInterrupt, code 1
+        else:
+            loop.call_later(0.1, getattr(proc, stop))
+        seen.append((await proc.communicate(), proc.returncode))
+    return seen
+
+
+def p_asyncio_kill_and_terminate(d: Path) -> Any:
+    # From 3.13 asyncio's transport signals with os.kill, not through Popen.
+    return asyncio.run(_asyncio_kill_and_terminate())
+
+
 AS_RECORDED: dict[str, Callable[[Path], Any]] = {
+    "asyncio_kill_and_terminate": p_asyncio_kill_and_terminate,
     "communicate_after_a_timeout": p_communicate_after_a_timeout,
     "wait_timeout_no_pipes": p_wait_timeout_no_pipes,
     "kill_from_a_timer_while_waiting": p_kill_from_a_timer_while_waiting,
@@ -169,6 +190,12 @@ AS_RECORDED: dict[str, Callable[[Path], Any]] = {
 @pytest.mark.parametrize("name", list(AS_RECORDED))
 def test_replays_as_recorded(name: str, round_trip: Callable[..., RoundTrip]) -> None:
     check_same(round_trip(bounded(AS_RECORDED[name])))
+
+
+def test_asyncio_signals_are_recorded(round_trip: Callable[..., RoundTrip]) -> None:
+    trip = round_trip(bounded(p_asyncio_kill_and_terminate))
+    assert [entry.signals for entry in trip.processes] == [[9], [15], [2]]
+    check_same(trip)
 
 
 def test_the_recorded_waits_are_what_the_program_saw(
@@ -275,6 +302,8 @@ async def _asyncio_kill_does_not_come(d: Path) -> Any:
     try:
         return await proc.communicate()
     except UsageError as exc:
+        proc.kill()  # ends the replayed process, so that its transport closes with it
+        await proc.wait()
         return f"UsageError: {exc}"
 
 

@@ -8,6 +8,10 @@ replay there is no process to watch: the watcher is answered by the replayed pro
 itself when it ends. Both hook the watcher classes asyncio has, whichever the Python
 version (3.10 to 3.13) installs.
 
+From CPython 3.13 the transport signals its process with ``os.kill`` rather than through
+``Popen.send_signal``: recording then notes the signal itself, and on replay the signal
+goes to the replayed process (which has no pid to kill).
+
 On replay, ``Process.wait()`` and ``Process.communicate()`` of a replayed process are
 bounded as ``Popen``'s are: if the process has not ended as the tape says it did
 ``GUARD_SECONDS`` of real time later, the replay side reports it and the call raises
@@ -25,11 +29,14 @@ from typing import Any, NoReturn
 
 from ..._context import internal_threads
 from . import _fake
+from ._pipes import TRACKER
 
 __all__ = ["recording_asyncio", "replaying_asyncio"]
 
 #: Tells the record side a process's exit status: ``(popen, returncode)``.
 Exited = Callable[[Any, "int | None"], None]
+#: Tells the record side the program signalled a running process: ``(popen, signal)``.
+Signaled = Callable[[Any, int], None]
 #: Finds the replayed process of a pid and registers an exit callback; False if none.
 OnExit = Callable[[int, Callable[[int], None]], bool]
 #: For a pid, what reports and raises that a wait on its replayed process would block
@@ -64,6 +71,13 @@ def _patched(patches: list[tuple[type, str, Any]]) -> Iterator[None]:
             setattr(cls, name, value)
 
 
+def _signals_itself(transport: type) -> bool:
+    """Whether the transport's ``send_signal`` calls ``os.kill`` itself (3.13 on POSIX)
+    instead of the ``Popen``'s ``send_signal``."""
+    method = transport.__dict__.get("send_signal")
+    return method is not None and "kill" in method.__code__.co_names
+
+
 def _quiet_add_child_handler(original: Any) -> Any:
     def add_child_handler(self: Any, pid: int, callback: Any, *args: Any) -> Any:
         with internal_threads():  # the watcher's waitpid thread exists only when recording
@@ -73,8 +87,9 @@ def _quiet_add_child_handler(original: Any) -> Any:
 
 
 @contextlib.contextmanager
-def recording_asyncio(exited: Exited) -> Iterator[None]:
-    """For the block, asyncio's transports report their processes' exit to ``exited``."""
+def recording_asyncio(exited: Exited, signaled: Signaled | None = None) -> Iterator[None]:
+    """For the block, asyncio's transports report their processes' exit to ``exited``
+    (and, where they signal a process themselves, the signals to ``signaled``)."""
     from asyncio import base_subprocess
 
     transport = base_subprocess.BaseSubprocessTransport
@@ -85,6 +100,16 @@ def recording_asyncio(exited: Exited) -> Iterator[None]:
         exited(self._proc, returncode)
 
     patches: list[tuple[type, str, Any]] = [(transport, "_process_exited", _process_exited)]
+    if signaled is not None and _signals_itself(transport):
+        send = transport.__dict__["send_signal"]
+
+        def send_signal(self: Any, sig: int) -> None:
+            send(self, sig)
+            proc = self._proc
+            if proc is not None and proc.returncode is None:  # it was running: sent
+                signaled(proc, int(sig))
+
+        patches.append((transport, "send_signal", send_signal))
     for cls in _watcher_classes():
         patches.append(
             (cls, "add_child_handler", _quiet_add_child_handler(cls.__dict__["add_child_handler"]))
@@ -142,6 +167,7 @@ def _guarded(original: Any, name: str, guard: Guard) -> Any:
 def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
     """For the block, a child watcher asked to watch a replayed pid is answered by it,
     and waiting for a replayed process in asyncio is bounded (see the module)."""
+    from asyncio import base_subprocess
     from asyncio import subprocess as aio
 
     patches: list[tuple[type, str, Any]] = [
@@ -154,5 +180,17 @@ def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
     ]
     for name in ("wait", "communicate"):
         patches.append((aio.Process, name, _guarded(aio.Process.__dict__[name], name, guard)))
+    transport = base_subprocess.BaseSubprocessTransport
+    if _signals_itself(transport):
+        send = transport.__dict__["send_signal"]
+
+        def send_signal(self: Any, sig: int) -> None:
+            proc = self._proc
+            if proc is not None and type(proc.__dict__.get(TRACKER)) is _fake.Fake:
+                proc.send_signal(sig)  # the replayed process ends as the signal says
+            else:
+                send(self, sig)
+
+        patches.append((transport, "send_signal", send_signal))
     with _patched(patches):
         yield

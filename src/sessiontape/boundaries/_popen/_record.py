@@ -302,11 +302,17 @@ def _send_signal(self: Any, sig: int) -> None:
 def recording_popen(rec: RecordSide) -> Iterator[None]:
     """Record every process ``subprocess.Popen`` starts in the block (asyncio's too)."""
     recording = _Recording(rec)
-    with install_methods(recording.methods()), recording_asyncio(_exited):
+    with install_methods(recording.methods()), recording_asyncio(_exited, _signaled):
         try:
             yield
         finally:
             recording.flush()
+
+
+def _signaled(popen: Any, sig: int) -> None:
+    tracked = _tracked(popen)
+    if tracked is not None:
+        tracked.signals.append(sig)
 
 
 def _exited(popen: Any, code: int | None) -> None:
