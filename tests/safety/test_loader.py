@@ -11,8 +11,10 @@ import pytest
 
 import sessiontape
 from sessiontape import CassetteError
-from sessiontape.cassette import MAX_NS, MAX_SEQ, SeqGaps
+from sessiontape.cassette import MAX_DEPTH, MAX_NS, MAX_SEQ, SeqGaps
 from sessiontape.cli import main
+from sessiontape.cli._validate import check
+from sessiontape.report import describe
 
 from ._tapes import TS, end, good_tape, header, process, tape
 
@@ -44,6 +46,42 @@ def test_deep_nesting_is_a_bad_line_not_a_recursion_error() -> None:
     error = load_error(good_tape() + deep)
     assert error.line == 6
     assert error.reason.startswith("nested deeper than any recorded value can be")
+
+
+def _nested(depth: int, as_dict: bool) -> bytes:
+    """A JSON value nested ``depth`` levels deep (built as text: json.dumps would recurse)."""
+    opener, closer = (b'{"a": ', b"}") if as_dict else (b"[", b"]")
+    return opener * depth + b"1" + closer * depth
+
+
+def _tape_with_result(result: bytes) -> bytes:
+    call = {"kind": "call", "seq": 4, "ts_ns": TS + 4, "mono_ns": 1_004, "boundary": "b",
+            "method": "m"}  # fmt: skip
+    line = json.dumps(call)[:-1].encode() + b', "result": ' + result + b"}\n"
+    return tape(header(level="full"), *(process(i) for i in (1, 2, 3))) + line + tape(end(5))
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 2_000, 8_000])
+def test_nesting_past_the_limit_is_a_bad_line_on_every_python(depth: int, as_dict: bool) -> None:
+    # CPython 3.13 decodes 2,000 or 8,000 levels where 3.11 refuses them while decoding:
+    # the loader holds every Python to the same limit, so nothing deeper reaches validate
+    # or replay (where a recursive walk would raise RecursionError).
+    error = load_error(_tape_with_result(_nested(depth, as_dict)))
+    assert error.line == 5
+    assert "nested" in error.reason
+    assert "deeper than any recorded value can be" in error.reason
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_nesting_at_the_limit_loads_validates_and_replays(as_dict: bool) -> None:
+    data = _tape_with_result(_nested(MAX_DEPTH - 1, as_dict))
+    recording = sessiontape.loads(data, path="deep.jsonl")
+    check(recording)  # what `sessiontape validate` runs: the scrubber walks every value
+    for entry in recording.entries:
+        describe(entry)
+    with sessiontape.replay(recording, patch_time=False) as replaying:
+        replaying.finish()
 
 
 def test_deep_nesting_in_the_header() -> None:

@@ -6,6 +6,7 @@ replay or boundaries. Every other layer imports it through this module.
 
 from __future__ import annotations
 
+from ._depth import MAX_DEPTH
 from ._entries import (
     BOUNDARY_AGENT,
     BOUNDARY_PROCESS,
@@ -84,6 +85,7 @@ __all__ = [
     "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
     "LAZY_KINDS",
+    "MAX_DEPTH",
     "MAX_NS",
     "MAX_SEQ",
     "PRESET_BOUNDARIES",
