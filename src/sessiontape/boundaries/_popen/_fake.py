@@ -26,6 +26,7 @@ from ...replayer import rebuild_error
 from ...report import MismatchKind, diff_values_counted
 from .._process import ProcessReplay
 from .._protocols import ReplaySide
+from . import _pump
 from ._lazy import LAZY, Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
 from ._pipes import close_quietly
 from ._pump import STALL_SECONDS, Pump
@@ -88,8 +89,7 @@ class Fake:
         self.timeouts_left = entry.timeouts
         self.timing_out = False
         self.orig_timeout: float | None = None
-        #: Inside a ``communicate()`` with no timeout (its waits are the guard's), and the
-        #: real monotonic time the ``communicate()`` under way gives up at.
+        #: In a communicate() with no timeout; when the one under way gives up (real time).
         self.guarded = False
         self.deadline: float | None = None
         self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
@@ -106,6 +106,8 @@ class Fake:
         """Give the process its pump (before it is started)."""
         pump.on_stdin = self._stdin_problem
         pump.on_finish = self._finished
+        pump.awaits_signal = bool(self.entry.signals) and not self.entry.unfinished
+        pump.on_unsignaled = lambda: _unsignaled(self)
         self.pump = pump
         return pump
 
@@ -130,25 +132,21 @@ class Fake:
         return wiring is not None and "stdin" in wiring.pipes and not _empty(self.entry.input)
 
     def wait_times_out(self) -> bool:
-        """A ``wait(timeout)`` the program makes: whether the tape says it found the
-        process running (it raises ``TimeoutExpired``); counted off when it does."""
+        """A ``wait(timeout)``: whether the tape says it found the process running (and
+        raised ``TimeoutExpired``); counted off."""
         if self.waits_left is None:  # an older tape: polls counts both
             return self.poll_finds_running()
-        if self.waits_left > 0:
-            self.waits_left -= 1
-            return True
-        return False
+        found, self.waits_left = self.waits_left > 0, max(0, self.waits_left - 1)
+        return found
 
     def poll_finds_running(self) -> bool:
         """A ``poll()``: whether the tape says it found the process running; counted off."""
-        found = self.polls_left > 0
-        self.polls_left -= found
+        found, self.polls_left = self.polls_left > 0, max(0, self.polls_left - 1)
         return found
 
     def timed_out(self) -> None:
-        """A ``communicate(timeout=...)`` timed out as on the tape. Once the last recorded
-        timeout has, a process that ended by itself may end: its output is then ended
-        as soon as it is all out (so that the next ``communicate()`` returns)."""
+        """A ``communicate(timeout=...)`` timed out as on the tape; after the last one, a
+        process that ended by itself ends once its output is out (and is read)."""
         self.timeouts_left -= 1
         if not (self.timeouts_left > 0 or self.entry.unfinished or self.entry.signals):
             self.ends_by_itself = True
@@ -166,12 +164,16 @@ class Fake:
     def _finished(self) -> None:
         pump = self.pump
         if self.ends_by_itself or (pump is not None and pump.signaled is not None):
-            self.serve()
-            code = self.code()
-            with self._lock:
-                callbacks, self._callbacks = self._callbacks, []
-            for callback in callbacks:
-                callback(code if code is not None else -9)
+            self.exited()
+
+    def exited(self) -> None:
+        """The process has ended for the program: served, and asyncio's watcher told."""
+        self.serve()
+        code = self.code()
+        with self._lock:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(code if code is not None else -9)
 
     def when_exited(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(returncode)`` when the process ends (asyncio's watcher)."""
@@ -412,6 +414,24 @@ def would_block(fake: Fake, call: str) -> NoReturn:
         actual=f"{call} still waiting after {GUARD_SECONDS:g} s",
     )
     raise UsageError(what + hint)
+
+
+def _unsignaled(fake: Fake) -> None:
+    """The program read all the output of a process the recording ended with a signal,
+    and the signal did not come: its output is ended, so that the read returns."""
+    entry = fake.entry
+    fake.server.engine.mismatch(
+        MismatchKind.ERROR_MISMATCH,
+        seq=entry.seq,
+        worker=entry.worker,
+        boundary="process",
+        message=f"seq {entry.seq}: the program read all the output of the replayed process "
+        f"{entry.argv!r} and waited {_pump.STALL_SECONDS:g} s more for its end, but the "
+        f"signal(s) {entry.signals} that ended it on the tape never came; its output was "
+        "ended so that the program does not hang.",
+        expected=f"the signal(s) {entry.signals}",
+        actual="no signal",
+    )
 
 
 def _text(raw: bytes) -> str:

@@ -7,7 +7,9 @@ stdin (a conversation) is released only once the program has written that stdin.
 common case (no stdin, output that fits in the pipes) completes at once, without a
 thread; anything else runs in a thread that ends when the process does, or when
 interception ends. Every wait is bounded: a program that stops writing the stdin the
-tape is waiting for is reported after :data:`STALL_SECONDS` and given end-of-file.
+tape is waiting for is reported after :data:`STALL_SECONDS` and given end-of-file, and so
+is one that has read all the output of a process the recording ended with a signal, when
+that signal does not come (a read to end-of-file would otherwise wait for ever).
 
 A pump's thread is a producer for an asyncio loop on virtual time (``replayer``'s
 ``IN_FLIGHT``): while it works, or has a reason to wake (stdin written, room in a pipe it
@@ -26,7 +28,7 @@ from typing import Final
 
 from ...cassette import Payload
 from ...replayer import IN_FLIGHT
-from ._pipes import close_quietly, start_thread
+from ._pipes import close_quietly, pending_bytes, start_thread
 
 __all__ = ["STALL_SECONDS", "Pump"]
 
@@ -89,6 +91,10 @@ class Pump:
         self.on_stdin: Callable[[str], None] = lambda what: None
         #: Called once when the process's output has ended and it has exited.
         self.on_finish: Callable[[], None] = lambda: None
+        #: Whether its output ends only with a signal the program sent when recording;
+        #: then called if the program read all of it and no signal came in time.
+        self.awaits_signal = False
+        self.on_unsignaled: Callable[[], None] = lambda: None
 
     # -- control ------------------------------------------------------------------------
 
@@ -132,8 +138,14 @@ class Pump:
         return any(ready)
 
     def signal(self, sig: int) -> None:
-        """The program signalled the process: its output ends now."""
+        """The program signalled the process: its output ends now (and if the pump had
+        ended it already, the process ends now)."""
+        first = self.signaled is None
         self.signaled = sig
+        if self.finished.is_set():
+            if first:
+                self.on_finish()
+            return
         self._wake()
 
     def stop(self, timeout: float) -> None:
@@ -264,10 +276,12 @@ class Pump:
                 readers.append(self._stdin)
             writers = [fd for fd, buffer in self._buffers.items() if buffer]
             gated = self._pos < len(self._items) and self._gated()
+            unsignaled = self._awaits_signal_only(writers)
             IN_FLIGHT.idle()
             self._working = False
             try:
-                ready = select.select(readers, writers, [], STALL_SECONDS if gated else None)
+                limit = STALL_SECONDS if gated or unsignaled else None
+                ready = select.select(readers, writers, [], limit)
             except (OSError, ValueError):
                 ready = None
             finally:
@@ -277,12 +291,34 @@ class Pump:
                 self._end()
                 return
             if not any(ready) and gated:
-                self.on_stdin("stalled")
-                self._end()
+                self._report(self.on_stdin, "stalled")
+                return
+            if not any(ready) and unsignaled and not any(map(pending_bytes, self._fds)):
+                self._report(self.on_unsignaled)  # all of it read: a read waits for EOF
                 return
             if self._wake_r in ready[0]:
                 with contextlib.suppress(OSError):
                     os.read(self._wake_r, 64)
+
+    def _awaits_signal_only(self, writers: list[int]) -> bool:
+        """Whether all its output is out and only the recorded signal would end it."""
+        return (
+            self.awaits_signal
+            and self.signaled is None
+            and not self._ends_by_itself
+            and bool(self._fds)
+            and not writers
+            and self._pos >= len(self._items)
+        )
+
+    def _report(self, report: Callable[..., None], *args: str) -> None:
+        """Report a wait the pump ends, then end the output (a strict replay's mismatch
+        is raised where the program next waits for the process)."""
+        try:
+            report(*args)
+        except BaseException as exc:
+            self.error = exc
+        self._end()
 
     def _end(self) -> None:
         """The process's output ends (end-of-file) and it stops reading stdin."""

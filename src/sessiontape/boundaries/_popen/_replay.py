@@ -161,10 +161,10 @@ class _Replaying:
         return communicate
 
     def guard(self, pid: int) -> Callable[[str], NoReturn] | None:
+        # Asked while asyncio has not learnt the process's exit: even a process whose
+        # output has ended may still wait for the signal that ends it on the tape.
         fake = self.live.get(pid)
-        if fake is None or fake.finished():
-            return None
-        return functools.partial(would_block, fake)
+        return None if fake is None else functools.partial(would_block, fake)
 
     def on_exit(self, pid: int, callback: Callable[[int], None]) -> bool:
         fake = self.live.get(pid)
@@ -243,7 +243,7 @@ def _settle(popen: Any, fake: Fake) -> int | None:
     """The process has ended for the program: its return code is collected."""
     if popen.returncode is None:
         popen.returncode = fake.code()
-        fake.serve()
+        fake.exited()
     return popen.returncode  # type: ignore[no-any-return]
 
 
