@@ -37,6 +37,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from ._pipes import TRACKER
+
 __all__ = [
     "LAZY",
     "STREAMS",
@@ -269,8 +271,8 @@ class StreamAttribute:
 
     def __set__(self, popen: Any, value: Any) -> None:
         if value is LAZY:  # a swap undone (see the module): the made file, if made
-            wiring = self.opener(popen)
-            if wiring is not None:
+            wiring = getattr(popen.__dict__.get(TRACKER), "wiring", None)
+            if type(wiring) is Wiring:
                 value = wiring.made.get(self.name, LAZY)
         popen.__dict__[self.name] = value
 
