@@ -169,10 +169,10 @@ class Fake:
     def exited(self) -> None:
         """The process has ended for the program: served, and asyncio's watcher told."""
         self.serve()
-        code = self.code()
         with self._lock:
             callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+        for callback in callbacks:  # (none but for asyncio's: code() only then)
+            code = self.code()
             callback(code if code is not None else -9)
 
     def when_exited(self, callback: Callable[[int], None]) -> None:
