@@ -82,8 +82,7 @@ class Fake:
         self.error: BaseException | None = None
         #: The ``Popen``, while pipes wired for it wait to be made.
         self.popen: weakref.ref[Any] | None = None
-        #: ``poll()`` calls left that find it running, ``wait(timeout)`` calls left that
-        #: time out (``None``: an older tape, whose ``polls`` counts both).
+        #: poll()s and wait(timeout)s left that find it running (None: an older tape).
         self.waits_left: int | None = entry.wait_timeouts
         self.polls_left = entry.polls - (entry.wait_timeouts or 0)
         self.timeouts_left = entry.timeouts
@@ -144,15 +143,6 @@ class Fake:
         found, self.polls_left = self.polls_left > 0, max(0, self.polls_left - 1)
         return found
 
-    def timed_out(self) -> None:
-        """A ``communicate(timeout=...)`` timed out as on the tape; after the last one, a
-        process that ended by itself ends once its output is out (and is read)."""
-        self.timeouts_left -= 1
-        if not (self.timeouts_left > 0 or self.entry.unfinished or self.entry.signals):
-            self.ends_by_itself = True
-            if self.pump is not None:
-                self.pump.may_end()
-
     def serve(self) -> None:
         """Count the entry served (once), moving virtual time to the end of the call."""
         if not self._served:
@@ -169,11 +159,12 @@ class Fake:
     def exited(self) -> None:
         """The process has ended for the program: served, and asyncio's watcher told."""
         self.serve()
-        with self._lock:
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:  # (none but for asyncio's: code() only then)
-            code = self.code()
-            callback(code if code is not None else -9)
+        if self._callbacks:  # asyncio's watcher's, the only ones (see when_exited)
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                code = self.code()
+                callback(code if code is not None else -9)
 
     def when_exited(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(returncode)`` when the process ends (asyncio's watcher)."""
@@ -264,8 +255,9 @@ class Fake:
         if not names:
             return None  # made by another thread since the caller looked
         slots = popen.__dict__
-        if any(slots.get(name) is not LAZY for name in names):
-            return None  # a stand-in for a stream (a mock): CPython's code uses it
+        for name in names:
+            if slots.get(name) is not LAZY:
+                return None  # a stand-in for a stream (a mock): CPython's code uses it
         closed = wiring.closed_files()
         written = stdin_bytes(wiring, input, closed["stdin"]) if "stdin" in names else None
         if written is None and "stdin" in names:

@@ -304,13 +304,24 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
         result = ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
     except subprocess.TimeoutExpired:
         if fake.timing_out:
-            fake.timed_out()
+            _timed_out(fake)
         raise
     finally:
         fake.timing_out = fake.guarded = False
         fake.deadline = None
     _raise_pending(fake)
     return result
+
+
+def _timed_out(fake: Fake) -> None:
+    """A ``communicate(timeout=...)`` timed out as on the tape; after the last one, a
+    process that ended by itself ends once its output is out (and is read)."""
+    fake.timeouts_left -= 1
+    entry = fake.entry
+    if not (fake.timeouts_left > 0 or entry.unfinished or entry.signals):
+        fake.ends_by_itself = True
+        if fake.pump is not None:
+            fake.pump.may_end()
 
 
 def _drained(self: Any, fake: Fake) -> bool:
