@@ -195,7 +195,7 @@ def _suite_on(version: str, *, fast: bool) -> None:
             message = (
                 f"CPython {version} is not on this machine (no working python{version} on "
                 f"the PATH, no pyenv install of it): `pyenv install {version}` to run the "
-                "suite on it."
+                "suite on it"
             )
             if os.environ.get("SESSIONTAPE_PYTHONS_REQUIRED") == "1":
                 session.error(message)
