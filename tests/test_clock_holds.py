@@ -173,3 +173,42 @@ def test_asyncio_run_joins_the_default_executor_in_real_time(installed: FakeCloc
             run(main)
     assert installed.monotonic_ns() < MONO_START_NS + 300 * S
     assert not installed.held
+
+
+def test_a_pump_holds_the_loop_until_its_exit_callbacks_ran(installed: FakeClock) -> None:
+    # A replayed process's pump ends its output, then tells asyncio's watcher the process
+    # exited: the loop must wait for that call too, however long it takes to come.
+    from sessiontape.boundaries._popen._pump import Pump
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[str] = loop.create_future()
+        stdin_r, stdin_w = os.pipe()
+        out_r, out_w = os.pipe()
+
+        def on_finish() -> None:
+            real_wait(0.2)  # a slow watcher callback
+            loop.call_soon_threadsafe(exited.set_result, "exited")
+
+        pump = Pump(
+            [("stdin", "x"), ("stdout", "y")],
+            stdin=stdin_r,
+            outputs={"stdout": out_w, "stderr": None},
+            decode=lambda index, payload: str(payload).encode(),
+            ends_by_itself=True,
+            name="test",
+        )
+        pump.on_finish = on_finish
+        pump.start()  # gated on the stdin: a thread waits for it
+        try:
+            os.write(stdin_w, b"x")
+            os.close(stdin_w)
+            return await asyncio.wait_for(exited, timeout=5)
+        finally:
+            pump.stop(5)
+            os.close(out_r)
+
+    with busy_threads():
+        for _ in range(5):
+            assert run(main) == "exited"
+    assert installed.monotonic_ns() < MONO_START_NS + 5 * S

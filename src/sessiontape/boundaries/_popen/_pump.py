@@ -122,7 +122,10 @@ class Pump:
         signal or stop came, stdin was written, or a pipe it has output for has room.
         Asked from an event loop's thread (``IN_FLIGHT``); does not block."""
         if self._working:
-            return not self.finished.is_set()
+            # Even once finished: the exit callbacks (asyncio's watcher) run after the
+            # output ends, and until the thread is gone (IN_FLIGHT.discard) they may not
+            # have reached the loop yet.
+            return True
         with self._lock:
             wake = self._wake_r
             if wake < 0 or self.finished.is_set():
