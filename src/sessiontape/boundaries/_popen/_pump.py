@@ -121,10 +121,7 @@ class Pump:
         """Whether the thread is serving, or will wake without the program acting: a
         signal or stop came, stdin was written, or a pipe it has output for has room.
         Asked from an event loop's thread (``IN_FLIGHT``); does not block."""
-        if self._working:
-            # Even once finished: the exit callbacks (asyncio's watcher) run after the
-            # output ends, and until the thread is gone (IN_FLIGHT.discard) they may not
-            # have reached the loop yet.
+        if self._working:  # even finished: its exit callbacks come after (until discard)
             return True
         with self._lock:
             wake = self._wake_r
