@@ -20,7 +20,18 @@ from typing import Any, Final
 import msgspec
 
 from .._context import parent_var
-from ..cassette import BOUNDARY_PROCESS, ENV_DELTA_SINCE, ErrorInfo, Level, Payload, ProcessCall
+from ..cassette import (
+    BOUNDARY_PROCESS,
+    ENV_DELTA_SINCE,
+    ErrorInfo,
+    ExactBytes,
+    Level,
+    Payload,
+    ProcessCall,
+    argv_form,
+    env_form,
+    exact_request,
+)
 from ..recorder import Opened
 from ..replayer import rebuild_error
 from ..scrub import error_info
@@ -121,6 +132,12 @@ def record_process(
     """
     codec = rec.codec
     seq, ts_ns, mono_ns, worker, thread, parent = opened
+    argv = _str_argv(argv)
+    env = dict(env) if env is not None and rec.level is not Level.MINIMAL else None
+    if rec.level is not Level.MINIMAL:
+        found = _exact(rec, argv, env)
+        if found is not None:
+            argv, env, more["exact"] = found
     # argv, cwd and env are scrubbed on the write path (``Recorder.write``), in the one
     # place every entry goes through; payloads are scrubbed by the codec, which must see
     # them scrubbed before it decides to keep them inline or in the sidecar.
@@ -133,9 +150,9 @@ def record_process(
             worker=worker,
             thread=thread,
             parent=parent,
-            argv=_str_argv(argv),
+            argv=argv,
             cwd=cwd if cwd is None or type(cwd) is str else os.fsdecode(cwd),
-            env=dict(env) if env is not None and rec.level is not Level.MINIMAL else None,
+            env=env,
             input=None if input is None else codec.encode(input),
             text=text,
             timeout=timeout,
@@ -149,6 +166,44 @@ def record_process(
             **more,
         )
     )
+
+
+def _exact(
+    rec: RecordSide, argv: list[str], env: dict[str, str | None] | None
+) -> tuple[list[str], dict[str, str | None] | None, ExactBytes] | None:
+    """argv and env kept losslessly when some value is not UTF-8 (a str with surrogate
+    escapes, which JSON cannot hold): readable, with their exact bytes beside them;
+    ``None`` when every value is text (one scan: the common case).
+
+    The exact bytes are taken from the scrubbed values: a secret in an argument that is
+    not UTF-8 is redacted in both forms before anything is written.
+    """
+    _, argv_b64 = argv_form(argv)
+    env_b64 = names_b64 = None
+    if env is not None:
+        _, env_b64, names_b64 = env_form(env)
+    if argv_b64 is None and env_b64 is None and names_b64 is None:
+        return None
+    scrub = rec.scrubber
+    shown_argv, argv_b64 = argv_form(scrub.argv(argv))
+    shown_env = None
+    if env is not None:
+        shown_env, env_b64, names_b64 = env_form(scrub.env(env))
+    return shown_argv, shown_env, ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64)
+
+
+def _exact_request(
+    argv: list[str], env: dict[str, str | None] | None
+) -> tuple[list[str], dict[str, str | None] | None, dict[str, Any] | None]:
+    """Today's scrubbed argv and env in the form the tape holds them (see :func:`_exact`),
+    and the request form of their exact bytes (``None`` when all are text)."""
+    argv, argv_b64 = argv_form(argv)
+    env_b64 = names_b64 = None
+    if env is not None:
+        env, env_b64, names_b64 = env_form(env)
+    if argv_b64 is None and env_b64 is None and names_b64 is None:
+        return argv, env, None
+    return argv, env, exact_request(ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64))
 
 
 def record_outcome(
@@ -335,6 +390,8 @@ class ProcessReplay:
         head = queue[0]
         if head.argv != argv or head.env is not None or head.input is not None:  # type: ignore[union-attr]
             return None
+        if head.exact is not None:  # type: ignore[union-attr]
+            return None  # the readable form of bytes: compared with the bytes (serve())
         recorded_cwd = head.cwd  # type: ignore[union-attr]
         if recorded_cwd != cwd and not (type(cwd) is str and recorded_cwd == self._cwd_form(cwd)):
             return None
@@ -385,6 +442,7 @@ class ProcessReplay:
             and head.env is None
             and (head.input is None or deferred is not UNKNOWN_INPUT)
             and head.argv == argv
+            and head.exact is None
             and (head.cwd == cwd or (type(cwd) is str and head.cwd == self._cwd_form(cwd)))
         ):
             engine.take_head(BOUNDARY_PROCESS)
@@ -395,14 +453,20 @@ class ProcessReplay:
                 env = env_delta(env)
             else:
                 env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+        shown_argv, shown_env, exact = _exact_request(
+            scrub.argv([os.fsdecode(a) for a in argv]),
+            scrub.env(env) if env is not None else None,
+        )
         request = {
-            "argv": scrub.argv([os.fsdecode(a) for a in argv]),
+            "argv": shown_argv,
             "cwd": scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            "env": scrub.env(env) if env is not None else None,
+            "env": shown_env,
             "input": deferred
             if deferred is not UNKNOWN_INPUT
             else engine.codec.comparable(input, head.input if head is not None else None),
         }
+        if exact is not None:
+            request["exact"] = exact
         entry = engine.take(BOUNDARY_PROCESS, request)
         if entry is None:
             raise engine.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")

@@ -24,6 +24,7 @@ from ._entries import (
     Entry,
     Error,
     ErrorInfo,
+    ExactBytes,
     Payload,
     ProcessCall,
     SessionEnd,
@@ -33,6 +34,7 @@ from ._entries import (
     StoreSnapshot,
     Usage,
     boundary_of,
+    exact_request,
     request_of,
 )
 from ._lazy import (
@@ -64,7 +66,15 @@ from ._loader import (
     loads,
 )
 from ._mapped import MappedFile
-from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
+from ._payload import (
+    DEFAULT_MAX_INLINE_BYTES,
+    Level,
+    PayloadCodec,
+    argv_form,
+    digest,
+    env_form,
+    exact_form,
+)
 from ._recording import Recording, SeqGaps
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
 from ._writer import (
@@ -99,6 +109,7 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "ExactBytes",
     "LazyAgentTurn",
     "LazyCall",
     "LazyEntry",
@@ -123,12 +134,16 @@ __all__ = [
     "ViewEntry",
     "ViewProcessCall",
     "ViewStoreMutation",
+    "argv_form",
     "beside",
     "boundary_of",
     "damaged_line",
     "digest",
     "eager",
     "encode_entry",
+    "env_form",
+    "exact_form",
+    "exact_request",
     "is_cassette",
     "line_numbers",
     "load",
