@@ -24,12 +24,10 @@ from ..cassette import (
     BOUNDARY_PROCESS,
     ENV_DELTA_SINCE,
     ErrorInfo,
-    ExactBytes,
     Level,
     Payload,
     ProcessCall,
-    argv_form,
-    env_form,
+    exact_bytes,
     exact_request,
 )
 from ..recorder import Opened
@@ -134,10 +132,12 @@ def record_process(
     seq, ts_ns, mono_ns, worker, thread, parent = opened
     argv = _str_argv(argv)
     env = dict(env) if env is not None and rec.level is not Level.MINIMAL else None
-    if rec.level is not Level.MINIMAL:
-        found = _exact(rec, argv, env)
-        if found is not None:
-            argv, env, more["exact"] = found
+    if rec.level is not Level.MINIMAL and exact_bytes(argv, env)[2] is not None:
+        # Some value is not UTF-8 (a str with surrogate escapes, which JSON cannot hold):
+        # kept readable and exact, both from the scrubbed value (a secret is redacted in
+        # both forms before anything is written).
+        scrub = rec.scrubber
+        argv, env, more["exact"] = exact_bytes(scrub.argv(argv), scrub.env(env) if env else env)
     # argv, cwd and env are scrubbed on the write path (``Recorder.write``), in the one
     # place every entry goes through; payloads are scrubbed by the codec, which must see
     # them scrubbed before it decides to keep them inline or in the sidecar.
@@ -166,44 +166,6 @@ def record_process(
             **more,
         )
     )
-
-
-def _exact(
-    rec: RecordSide, argv: list[str], env: dict[str, str | None] | None
-) -> tuple[list[str], dict[str, str | None] | None, ExactBytes] | None:
-    """argv and env kept losslessly when some value is not UTF-8 (a str with surrogate
-    escapes, which JSON cannot hold): readable, with their exact bytes beside them;
-    ``None`` when every value is text (one scan: the common case).
-
-    The exact bytes are taken from the scrubbed values: a secret in an argument that is
-    not UTF-8 is redacted in both forms before anything is written.
-    """
-    _, argv_b64 = argv_form(argv)
-    env_b64 = names_b64 = None
-    if env is not None:
-        _, env_b64, names_b64 = env_form(env)
-    if argv_b64 is None and env_b64 is None and names_b64 is None:
-        return None
-    scrub = rec.scrubber
-    shown_argv, argv_b64 = argv_form(scrub.argv(argv))
-    shown_env = None
-    if env is not None:
-        shown_env, env_b64, names_b64 = env_form(scrub.env(env))
-    return shown_argv, shown_env, ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64)
-
-
-def _exact_request(
-    argv: list[str], env: dict[str, str | None] | None
-) -> tuple[list[str], dict[str, str | None] | None, dict[str, Any] | None]:
-    """Today's scrubbed argv and env in the form the tape holds them (see :func:`_exact`),
-    and the request form of their exact bytes (``None`` when all are text)."""
-    argv, argv_b64 = argv_form(argv)
-    env_b64 = names_b64 = None
-    if env is not None:
-        env, env_b64, names_b64 = env_form(env)
-    if argv_b64 is None and env_b64 is None and names_b64 is None:
-        return argv, env, None
-    return argv, env, exact_request(ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64))
 
 
 def record_outcome(
@@ -453,9 +415,8 @@ class ProcessReplay:
                 env = env_delta(env)
             else:
                 env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
-        shown_argv, shown_env, exact = _exact_request(
-            scrub.argv([os.fsdecode(a) for a in argv]),
-            scrub.env(env) if env is not None else None,
+        shown_argv, shown_env, exact = exact_bytes(
+            scrub.argv([os.fsdecode(a) for a in argv]), scrub.env(env) if env is not None else None
         )
         request = {
             "argv": shown_argv,
@@ -465,8 +426,8 @@ class ProcessReplay:
             if deferred is not UNKNOWN_INPUT
             else engine.codec.comparable(input, head.input if head is not None else None),
         }
-        if exact is not None:
-            request["exact"] = exact
+        if exact is not None:  # bytes that are not UTF-8: compared by the bytes
+            request["exact"] = exact_request(exact)
         entry = engine.take(BOUNDARY_PROCESS, request)
         if entry is None:
             raise engine.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")

@@ -73,6 +73,7 @@ from ._payload import (
     argv_form,
     digest,
     env_form,
+    exact_bytes,
     exact_form,
 )
 from ._recording import Recording, SeqGaps
@@ -142,6 +143,7 @@ __all__ = [
     "eager",
     "encode_entry",
     "env_form",
+    "exact_bytes",
     "exact_form",
     "exact_request",
     "is_cassette",

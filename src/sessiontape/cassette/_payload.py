@@ -15,7 +15,7 @@ from typing import Final
 import msgspec
 
 from .._errors import UsageError
-from ._entries import Blob, Payload
+from ._entries import Blob, ExactBytes, Payload
 from ._sidecar import Sidecar
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "argv_form",
     "digest",
     "env_form",
+    "exact_bytes",
     "exact_form",
     "is_text",
 ]
@@ -130,6 +131,20 @@ def env_form(
         if b64 is not None:
             values[name] = b64
     return readable, values or None, names or None
+
+
+def exact_bytes(
+    argv: list[str], env: dict[str, str | None] | None
+) -> tuple[list[str], dict[str, str | None] | None, ExactBytes | None]:
+    """A process call's ``argv`` and ``env`` as a cassette holds them, and the exact bytes
+    of their values that are not UTF-8 (``None`` when all are text: one scan)."""
+    argv, argv_b64 = argv_form(argv)
+    env_b64 = names_b64 = None
+    if env is not None:
+        env, env_b64, names_b64 = env_form(env)
+    if argv_b64 is None and env_b64 is None and names_b64 is None:
+        return argv, env, None
+    return argv, env, ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64)
 
 
 #: What level ``standard`` stores for an empty payload: its digest.

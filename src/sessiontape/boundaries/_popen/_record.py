@@ -26,6 +26,7 @@ from ...recorder import Opened
 from ...scrub import error_info
 from .._process import IN_PROCESS_CALL, env_delta, record_process
 from .._protocols import RecordSide
+from .._unseen import intercepted
 from ._asyncio import recording_asyncio
 from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
 from ._pipes import start_thread as _start_thread
@@ -251,7 +252,8 @@ class _Recording:
                 errwrite = c2pwrite
             new = (p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
             try:
-                original(popen, args, executable, *rest[:8], *new, *rest[14:])
+                with intercepted():  # its audit event is the interception's own
+                    original(popen, args, executable, *rest[:8], *new, *rest[14:])
             except BaseException as exc:
                 ours = [w if name == "stdin" else r for r, w, name in relays]
                 if popen._closed_child_pipe_fds:
