@@ -124,7 +124,7 @@ def demo(session: nox.Session) -> None:
 def conformance(session: nox.Session) -> None:
     """CPython's own subprocess tests, three ways: plain, recording, replaying.
 
-    ``tests/conformance/run.py`` runs ``test.test_subprocess`` and
+    ``tests/conformance/run_conformance.py`` runs ``test.test_subprocess`` and
     ``test.test_asyncio.test_subprocess`` of the session's interpreter plain, then each
     passing test while recording into its own tape, then each tape replayed (no process
     may start), and prints the three counts and the reviewed list of tests that cannot
@@ -133,4 +133,4 @@ def conformance(session: nox.Session) -> None:
     takes several minutes on two cores.
     """
     session.install("-e", ".[test]")
-    session.run("python", "tests/conformance/run.py", *session.posargs)
+    session.run("python", "tests/conformance/run_conformance.py", *session.posargs)

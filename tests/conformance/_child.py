@@ -10,7 +10,7 @@ machinery (class and module fixtures included), in one of three ways:
   counting every process the interpreter starts meanwhile (its audit events).
 
 Each test's start and result are appended to RESULTS as one JSON line, flushed, so that
-the driver (``run.py``) can tell which test hung when no line comes.
+the driver (``run_conformance.py``) can tell which test hung when no line comes.
 """
 
 from __future__ import annotations

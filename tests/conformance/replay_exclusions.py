@@ -5,7 +5,8 @@ pass from a tape however faithful the replay is. Each entry is a pattern over
 ``<module>.<Class>.<test>`` (without the ``test.`` package; ``fnmatch`` syntax, so one
 entry can cover both asyncio watchers) and ``(reason, detail)``, the reason one of
 :data:`REASONS`. Add an entry only after reading the test: a test that fails on replay
-for any other reason is a defect of sessiontape (``run.py`` counts it), not an entry here.
+for any other reason is a defect of sessiontape (``run_conformance.py`` counts it), not
+an entry here.
 """
 
 from __future__ import annotations
@@ -58,7 +59,26 @@ EXCLUDED: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: The CI slice (``run.py --quick``): patterns of tests that take a few seconds in all,
+#: The CI slice (``run_conformance.py --quick``): patterns of tests that take a few seconds in all,
 #: and cover pipes, communicate, run(), the context manager, the relays' transparency
 #: and asyncio's transports.
-QUICK: tuple[str, ...] = ()
+QUICK: tuple[str, ...] = (
+    "test_subprocess.ContextManagerTests.*",
+    "test_subprocess.MiscTests.*",
+    "test_subprocess.RunFuncTestCase.*",
+    "test_subprocess.ProcessTestCase.test_communicate_pipe_buf",
+    "test_subprocess.ProcessTestCase.test_communicate_returns",
+    "test_subprocess.ProcessTestCase.test_stdin_pipe",
+    "test_subprocess.ProcessTestCase.test_stdout_pipe",
+    "test_subprocess.ProcessTestCase.test_universal_newlines_communicate",
+    "test_subprocess.POSIXProcessTestCase.test_kill",
+    "test_subprocess.POSIXProcessTestCase.test_terminate",
+    "test_subprocess.POSIXProcessTestCase.test_communicate_BrokenPipeError_stdin_close",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_cancel_post_init",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_kill",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_shell",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_stdin_broken_pipe",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_read_stdout_after_*",
+    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_subprocess_communicate_*",
+    "test_asyncio.test_subprocess.SubprocessPidfdWatcherTests.test_cancel_post_init",
+)

@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import replay_exclusions  # noqa: E402 (beside this file, not a package)
-import run  # noqa: E402
+import run_conformance as run  # noqa: E402
 
 
 def test_every_entry_gives_a_known_reason_and_a_detail() -> None:

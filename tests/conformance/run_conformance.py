@@ -1,6 +1,6 @@
 """CPython's own subprocess tests, three ways: plain, recording, replaying.
 
-``python tests/conformance/run.py [--quick] [--out DIR] [--timeout S] [-k SUBSTRING]``
+``python tests/conformance/run_conformance.py [--quick] [--out DIR] [--timeout S] [-k SUBSTRING]``
 
 The tests are those of the running interpreter's ``test`` package that drive ``Popen``
 on POSIX (``test.test_subprocess``: ProcessTestCase, RunFuncTestCase,
