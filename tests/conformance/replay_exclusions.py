@@ -59,6 +59,11 @@ EXCLUDED: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: Entries for tests that only some CPython versions have.
+SOME_VERSIONS: dict[str, str] = {
+    _T + "test__use_vfork": "3.11 and 3.12",
+}
+
 #: The CI slice (``run_conformance.py --quick``): patterns of tests that take a few seconds in all,
 #: and cover pipes, communicate, run(), the context manager, the relays' transparency
 #: and asyncio's transports.
@@ -75,7 +80,6 @@ QUICK: tuple[str, ...] = (
     "test_subprocess.POSIXProcessTestCase.test_terminate",
     "test_subprocess.POSIXProcessTestCase.test_communicate_BrokenPipeError_stdin_close",
     "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_cancel_post_init",
-    "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_kill",
     "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_shell",
     "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_stdin_broken_pipe",
     "test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_read_stdout_after_*",
