@@ -228,3 +228,17 @@ def _suite_on(version: str, *, fast: bool) -> None:
 for _version in PYTHONS:
     _suite_on(_version, fast=False)
     _suite_on(_version, fast=True)
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """CPython's own subprocess tests, three ways: plain, recording, replaying.
+
+    ``tests/conformance/run_conformance.py`` runs ``test.test_subprocess`` and
+    ``test.test_asyncio.test_subprocess`` of the session's interpreter plain, then each
+    passing test while recording into its own tape, then each tape replayed (no process
+    may start), and prints the three counts and the reviewed list of tests that cannot
+    pass on replay. An interpreter without its ``test`` package is skipped with a message.
+    ``nox -s conformance -- --quick`` runs the CI slice (about a minute); the full run
+    takes several minutes on two cores.
+    """
+    session.install("-e", ".[test]")
+    session.run("python", "tests/conformance/run_conformance.py", *session.posargs)

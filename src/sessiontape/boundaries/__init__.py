@@ -30,6 +30,7 @@ from ._process import (
 from ._protocols import RecordSide, ReplaySide
 from ._runner import ProcessResult, ProcessRunner, ProcessStream, SubprocessRunner
 from ._store import recording_store, replaying_store
+from ._unseen import recording_notice, watching_processes
 from ._user import recording_boundary, replaying_boundary
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "record_process",
     "recording_agent",
     "recording_boundary",
+    "recording_notice",
     "recording_popen",
     "recording_store",
     "replaying_agent",
@@ -61,4 +63,5 @@ __all__ = [
     "replaying_popen",
     "replaying_store",
     "reporting_thread_errors",
+    "watching_processes",
 ]

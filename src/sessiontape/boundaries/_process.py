@@ -20,7 +20,16 @@ from typing import Any, Final
 import msgspec
 
 from .._context import parent_var
-from ..cassette import BOUNDARY_PROCESS, ENV_DELTA_SINCE, ErrorInfo, Level, Payload, ProcessCall
+from ..cassette import (
+    BOUNDARY_PROCESS,
+    ENV_DELTA_SINCE,
+    ErrorInfo,
+    Level,
+    Payload,
+    ProcessCall,
+    exact_bytes,
+    exact_request,
+)
 from ..recorder import Opened
 from ..replayer import rebuild_error
 from ..scrub import error_info
@@ -121,6 +130,14 @@ def record_process(
     """
     codec = rec.codec
     seq, ts_ns, mono_ns, worker, thread, parent = opened
+    argv = _str_argv(argv)
+    env = dict(env) if env is not None and rec.level is not Level.MINIMAL else None
+    if rec.level is not Level.MINIMAL and exact_bytes(argv, env)[2] is not None:
+        # Some value is not UTF-8 (a str with surrogate escapes, which JSON cannot hold):
+        # kept readable and exact, both from the scrubbed value (a secret is redacted in
+        # both forms before anything is written).
+        scrub = rec.scrubber
+        argv, env, more["exact"] = exact_bytes(scrub.argv(argv), scrub.env(env) if env else env)
     # argv, cwd and env are scrubbed on the write path (``Recorder.write``), in the one
     # place every entry goes through; payloads are scrubbed by the codec, which must see
     # them scrubbed before it decides to keep them inline or in the sidecar.
@@ -133,9 +150,9 @@ def record_process(
             worker=worker,
             thread=thread,
             parent=parent,
-            argv=_str_argv(argv),
+            argv=argv,
             cwd=cwd if cwd is None or type(cwd) is str else os.fsdecode(cwd),
-            env=dict(env) if env is not None and rec.level is not Level.MINIMAL else None,
+            env=env,
             input=None if input is None else codec.encode(input),
             text=text,
             timeout=timeout,
@@ -335,6 +352,8 @@ class ProcessReplay:
         head = queue[0]
         if head.argv != argv or head.env is not None or head.input is not None:  # type: ignore[union-attr]
             return None
+        if head.exact is not None:  # type: ignore[union-attr]
+            return None  # the readable form of bytes: compared with the bytes (serve())
         recorded_cwd = head.cwd  # type: ignore[union-attr]
         if recorded_cwd != cwd and not (type(cwd) is str and recorded_cwd == self._cwd_form(cwd)):
             return None
@@ -385,6 +404,7 @@ class ProcessReplay:
             and head.env is None
             and (head.input is None or deferred is not UNKNOWN_INPUT)
             and head.argv == argv
+            and head.exact is None
             and (head.cwd == cwd or (type(cwd) is str and head.cwd == self._cwd_form(cwd)))
         ):
             engine.take_head(BOUNDARY_PROCESS)
@@ -395,14 +415,19 @@ class ProcessReplay:
                 env = env_delta(env)
             else:
                 env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+        shown_argv, shown_env, exact = exact_bytes(
+            scrub.argv([os.fsdecode(a) for a in argv]), scrub.env(env) if env is not None else None
+        )
         request = {
-            "argv": scrub.argv([os.fsdecode(a) for a in argv]),
+            "argv": shown_argv,
             "cwd": scrub.path(os.fsdecode(cwd)) if cwd is not None else None,
-            "env": scrub.env(env) if env is not None else None,
+            "env": shown_env,
             "input": deferred
             if deferred is not UNKNOWN_INPUT
             else engine.codec.comparable(input, head.input if head is not None else None),
         }
+        if exact is not None:  # bytes that are not UTF-8: compared by the bytes
+            request["exact"] = exact_request(exact)
         entry = engine.take(BOUNDARY_PROCESS, request)
         if entry is None:
             raise engine.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")

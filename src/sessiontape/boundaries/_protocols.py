@@ -49,6 +49,9 @@ class RecordSide(Protocol):
     def data(self, value: Any, what: str) -> Any:
         """``value`` as scrubbed JSON data (``what`` names it in a warning)."""
 
+    def warn_once(self, key: str, message: str) -> None:
+        """Emit ``message`` as a :class:`~sessiontape.RecordingWarning`, once per ``key``."""
+
     def convert_call(
         self, label: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> tuple[list[Any], dict[str, Any], Any]:
@@ -114,3 +117,7 @@ class ReplaySide(Protocol):
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread or task."""
+
+    def unseen_process(self, event: str, command: str, where: str) -> None:
+        """Report a process started outside the interception (audit ``event``) at
+        ``where``: a warning, or in strict mode a mismatch (raised)."""

@@ -25,6 +25,7 @@ from ._entries import (
     Entry,
     Error,
     ErrorInfo,
+    ExactBytes,
     Payload,
     ProcessCall,
     SessionEnd,
@@ -34,6 +35,7 @@ from ._entries import (
     StoreSnapshot,
     Usage,
     boundary_of,
+    exact_request,
     request_of,
 )
 from ._lazy import (
@@ -65,7 +67,16 @@ from ._loader import (
     loads,
 )
 from ._mapped import MappedFile
-from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
+from ._payload import (
+    DEFAULT_MAX_INLINE_BYTES,
+    Level,
+    PayloadCodec,
+    argv_form,
+    digest,
+    env_form,
+    exact_bytes,
+    exact_form,
+)
 from ._recording import Recording, SeqGaps
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
 from ._writer import (
@@ -101,6 +112,7 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "ExactBytes",
     "LazyAgentTurn",
     "LazyCall",
     "LazyEntry",
@@ -125,12 +137,17 @@ __all__ = [
     "ViewEntry",
     "ViewProcessCall",
     "ViewStoreMutation",
+    "argv_form",
     "beside",
     "boundary_of",
     "damaged_line",
     "digest",
     "eager",
     "encode_entry",
+    "env_form",
+    "exact_bytes",
+    "exact_form",
+    "exact_request",
     "is_cassette",
     "line_numbers",
     "load",

@@ -11,6 +11,7 @@ and comes with a reader for the previous version.
 
 from __future__ import annotations
 
+import base64
 import enum
 from typing import Annotated, Any, Final, Literal
 
@@ -34,6 +35,7 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "ExactBytes",
     "Payload",
     "ProcessCall",
     "SessionEnd",
@@ -43,6 +45,7 @@ __all__ = [
     "StoreSnapshot",
     "Usage",
     "boundary_of",
+    "exact_request",
     "request_of",
 ]
 
@@ -102,6 +105,22 @@ class Blob(msgspec.Struct, frozen=True, omit_defaults=True):
     truncated: bool = False
     sidecar: bool = False
     gzip: bool = False
+
+
+class ExactBytes(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The exact bytes of a process call's values that are not UTF-8, base64-encoded.
+
+    POSIX allows any bytes in argv and the environment; Python gives them to the program
+    as strs with surrogate escapes, which JSON cannot hold. ``ProcessCall.argv`` and
+    ``env`` hold such a value readable (each byte that is not UTF-8 written ``\\xNN``);
+    here are its bytes: ``argv`` by the argument's index, ``env`` by the variable's name
+    as ``ProcessCall.env`` writes it, and ``env_names`` the bytes of names that are not
+    UTF-8 themselves.
+    """
+
+    argv: dict[int, str] | None = None
+    env: dict[str, str] | None = None
+    env_names: dict[str, str] | None = None
 
 
 #: A recorded payload: exact text, a :class:`Blob`, or ``None`` when nothing was captured.
@@ -211,6 +230,29 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     signals: list[int] | None = None
     unfinished: bool = False
     wait_timeouts: int | None = None
+    #: The exact bytes of the arguments and environment values that are not UTF-8
+    #: (``argv`` and ``env`` hold them readable); see :meth:`exact_argv`, :meth:`exact_env`.
+    exact: ExactBytes | None = None
+
+    def exact_argv(self) -> list[str]:
+        """``argv`` exactly as the program passed it: an argument that was not UTF-8 is a
+        str with surrogate escapes again (``os.fsencode`` gives back its bytes)."""
+        exact = self.exact.argv if self.exact is not None else None
+        if not exact:
+            return list(self.argv)
+        return [_exact(exact[i]) if i in exact else arg for i, arg in enumerate(self.argv)]
+
+    def exact_env(self) -> dict[str, str | None] | None:
+        """``env`` exactly as recorded: names and values that were not UTF-8 are strs with
+        surrogate escapes again."""
+        exact = self.exact
+        if self.env is None or exact is None or not (exact.env or exact.env_names):
+            return None if self.env is None else dict(self.env)
+        values, names = exact.env or {}, exact.env_names or {}
+        return {
+            (_exact(names[k]) if k in names else k): (_exact(values[k]) if k in values else v)
+            for k, v in self.env.items()
+        }
 
 
 class AgentTurn(_Entry, frozen=True, kw_only=True, tag="agent_turn"):
@@ -310,6 +352,18 @@ PRESET_BOUNDARIES: Final[dict[type, str]] = {
 }
 
 
+def exact_request(exact: ExactBytes) -> dict[str, Any]:
+    """The request form of a process call's exact bytes (only the parts it has)."""
+    found: dict[str, Any] = {}
+    if exact.argv:
+        found["argv"] = {str(k): v for k, v in sorted(exact.argv.items())}
+    if exact.env:
+        found["env"] = exact.env
+    if exact.env_names:
+        found["env_names"] = exact.env_names
+    return found
+
+
 def boundary_of(entry: Entry) -> str | None:
     """The boundary name an entry belongs to, or ``None`` for session metadata.
 
@@ -324,14 +378,23 @@ def boundary_of(entry: Entry) -> str | None:
     return None
 
 
+def _exact(b64: str) -> str:
+    """A value stored as base64 bytes, as the str ``os.fsdecode`` gives for them."""
+    return base64.b64decode(b64).decode("utf-8", "surrogateescape")
+
+
 def request_of(entry: CallEntry) -> dict[str, Any]:
     """The request part of a recorded call: what replay matches today's call against.
 
-    A process call's request is its ``argv``, ``cwd``, ``env`` and ``input``; every other
-    call's is its ``method``, ``args`` and ``kwargs`` (a store's operation is its method).
-    Noise masks and report diff paths are written against these keys.
+    A process call's request is its ``argv``, ``cwd``, ``env`` and ``input`` (and the
+    exact bytes of the arguments and environment that are not UTF-8, when it has any);
+    every other call's is its ``method``, ``args`` and ``kwargs`` (a store's operation is
+    its method). Noise masks and report diff paths are written against these keys.
     """
     if isinstance(entry, ProcessCall):
-        return {"argv": entry.argv, "cwd": entry.cwd, "env": entry.env, "input": entry.input}
+        request = {"argv": entry.argv, "cwd": entry.cwd, "env": entry.env, "input": entry.input}
+        if entry.exact is not None:
+            request["exact"] = exact_request(entry.exact)
+        return request
     method = entry.operation if isinstance(entry, StoreMutation) else entry.method
     return {"method": method, "args": entry.args, "kwargs": entry.kwargs}

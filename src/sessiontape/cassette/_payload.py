@@ -15,10 +15,20 @@ from typing import Final
 import msgspec
 
 from .._errors import UsageError
-from ._entries import Blob, Payload
+from ._entries import Blob, ExactBytes, Payload
 from ._sidecar import Sidecar
 
-__all__ = ["DEFAULT_MAX_INLINE_BYTES", "Level", "PayloadCodec", "digest"]
+__all__ = [
+    "DEFAULT_MAX_INLINE_BYTES",
+    "Level",
+    "PayloadCodec",
+    "argv_form",
+    "digest",
+    "env_form",
+    "exact_bytes",
+    "exact_form",
+    "is_text",
+]
 
 DEFAULT_MAX_INLINE_BYTES: Final = 64 * 1024
 
@@ -47,6 +57,94 @@ class Level(str, enum.Enum):
 def digest(raw: bytes) -> str:
     """``"sha256:<hex>"`` of ``raw``, the form a :class:`Blob` stores."""
     return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+# -- argv and environment values that are not UTF-8 -------------------------------------
+#
+# POSIX allows any bytes in argv and the environment; Python hands them to the program as
+# strs with surrogate escapes (``os.fsdecode``), which JSON cannot hold. Such a value is
+# stored readable in its field (each byte that is not UTF-8 written ``\xNN``) and exactly,
+# as base64, beside it (``ProcessCall.argv_b64``, ``env_b64``, ``env_names_b64``).
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is valid Unicode text (JSON holds it as it is)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def exact_form(value: str) -> tuple[str, str | None]:
+    """``value`` as a cassette holds it: ``(value, None)`` for text; else its readable
+    form and the base64 of its exact bytes.
+
+    A lone surrogate that no bytes decode to (not a surrogate escape) has no exact bytes:
+    it is kept readable only (no process can be given it: the spawn refuses it).
+    """
+    if is_text(value):
+        return value, None
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("ascii", "replace"), None
+    return raw.decode("utf-8", "backslashreplace"), base64.b64encode(raw).decode("ascii")
+
+
+def argv_form(argv: list[str]) -> tuple[list[str], dict[int, str] | None]:
+    """``argv`` as a cassette holds it, and the exact bytes of the arguments that are not
+    UTF-8 by index (``None`` when there are none: the common case costs one scan)."""
+    if all(is_text(arg) for arg in argv):
+        return argv, None
+    readable: list[str] = []
+    exact: dict[int, str] = {}
+    for index, arg in enumerate(argv):
+        shown, b64 = exact_form(arg)
+        readable.append(shown)
+        if b64 is not None:
+            exact[index] = b64
+    return readable, exact or None
+
+
+def env_form(
+    env: dict[str, str | None],
+) -> tuple[dict[str, str | None], dict[str, str] | None, dict[str, str] | None]:
+    """``env`` as a cassette holds it, the exact bytes of the values that are not UTF-8,
+    and those of the names that are not, both by the name as the first holds it."""
+    if all(is_text(k) and (v is None or is_text(v)) for k, v in env.items()):
+        return env, None, None
+    readable: dict[str, str | None] = {}
+    values: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for key, value in env.items():
+        name, name_b64 = exact_form(key)
+        if name_b64 is not None:
+            names[name] = name_b64
+        if value is None:
+            readable[name] = None
+            continue
+        shown, b64 = exact_form(value)
+        readable[name] = shown
+        if b64 is not None:
+            values[name] = b64
+    return readable, values or None, names or None
+
+
+def exact_bytes(
+    argv: list[str], env: dict[str, str | None] | None
+) -> tuple[list[str], dict[str, str | None] | None, ExactBytes | None]:
+    """A process call's ``argv`` and ``env`` as a cassette holds them, and the exact bytes
+    of their values that are not UTF-8 (``None`` when all are text: one scan)."""
+    argv, argv_b64 = argv_form(argv)
+    env_b64 = names_b64 = None
+    if env is not None:
+        env, env_b64, names_b64 = env_form(env)
+    if argv_b64 is None and env_b64 is None and names_b64 is None:
+        return argv, env, None
+    return argv, env, ExactBytes(argv=argv_b64, env=env_b64, env_names=names_b64)
 
 
 #: What level ``standard`` stores for an empty payload: its digest.

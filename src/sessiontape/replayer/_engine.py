@@ -277,6 +277,10 @@ class ReplayEngine:
         """Report a mismatch a boundary found (see :meth:`Outcome.mismatch`)."""
         self._outcome.mismatch(kind, **fields)
 
+    def unseen_process(self, event: str, command: str, where: str) -> None:
+        """A process was started outside the interception (see :meth:`Outcome.unseen_process`)."""
+        self._outcome.unseen_process(event, command, where, worker_var.get())
+
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""
         self._outcome.application_error(exc, worker_var.get(), frame)

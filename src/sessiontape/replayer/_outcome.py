@@ -34,6 +34,8 @@ from ._index import QueueKey
 __all__ = ["Outcome"]
 
 _perf_ns: Final = time.perf_counter_ns
+#: At most this many warnings are kept (a program forking in a loop would fill memory).
+_MAX_WARNINGS: Final = 1000
 #: The pseudo-boundary of whole-session checks (outcome, crash).
 _SESSION: Final = "session"
 
@@ -52,6 +54,7 @@ class Outcome:
         self._hidden = hidden
         self._lock = threading.Lock()
         self._mismatches: list[tuple[float, int, Mismatch]] = []
+        self._warnings: list[Mismatch] = []
         #: seq of the last entry served to each worker: where a divergence happens.
         self.position: dict[str, int] = {}
         #: The seqs served, in order (list.append is atomic: no lock on the hot path).
@@ -134,6 +137,31 @@ class Outcome:
             message=f"worker {worker!r} died {after} of {qualname(type(exc))}: {exc}{where}.",
             actual={"type": qualname(type(exc)), "message": str(exc), "frame": frame},
         )
+
+    def unseen_process(self, event: str, command: str, where: str, worker: str) -> None:
+        """A process was started outside the interception (seen through its audit event):
+        a warning in the report, or in strict mode a mismatch (raised)."""
+        fields: dict[str, Any] = {
+            "seq": self.position.get(worker),
+            "worker": worker,
+            "boundary": "process",
+            "message": (
+                f"a process was started outside the interception at {where} ({event}: "
+                f"{command}); the tape holds no answer for it, so it ran for real."
+            ),
+            "actual": {"event": event, "command": command, "where": where},
+        }
+        if self.strict:
+            self.mismatch(MismatchKind.UNSEEN_PROCESS, **fields)
+            return
+        found = Mismatch(
+            kind=MismatchKind.UNSEEN_PROCESS,
+            next_step=suggest_next_step(MismatchKind.UNSEEN_PROCESS, "process", worker, []),
+            **fields,
+        )
+        with self._lock:
+            if len(self._warnings) < _MAX_WARNINGS:
+                self._warnings.append(found)
 
     # -- the final checks -----------------------------------------------------------
 
@@ -288,6 +316,7 @@ class Outcome:
             replay_duration_ns=_perf_ns() - self._started_perf,
             crashed=rec.crashed,
             workers=rec.worker_ids(),
+            warnings=list(self._warnings),
         )
         report.context = self._context_for(report.first)
         return report

@@ -80,6 +80,12 @@ def suggest_next_step(
             "The recorded crash was not reproduced the same way; if the bug is fixed, "
             "re-record to update the regression tape, otherwise compare the exceptions."
         )
+    if kind is MismatchKind.UNSEEN_PROCESS:
+        return (
+            "Start this process through subprocess under tape.patch_subprocess() (or a runner "
+            "from tape.process_runner()) so that it is recorded and replayed; os.system, "
+            "os.fork/exec, os.posix_spawn and ptys are not intercepted."
+        )
     if kind is MismatchKind.APPLICATION_ERROR:
         return (
             f"Worker '{worker}' died of this exception during replay; fix it first: the calls "

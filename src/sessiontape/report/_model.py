@@ -36,6 +36,10 @@ class MismatchKind(str, enum.Enum):
     ORDER_MISMATCH = "order_mismatch"
     #: An exception ended a worker thread of the application during replay.
     APPLICATION_ERROR = "application_error"
+    #: A process was started outside the interception (``os.system``, ``os.fork``,
+    #: ``os.posix_spawn``, a pty, ``subprocess`` unpatched): the tape has no answer for
+    #: it, so it ran for real. A warning in lenient mode, a mismatch in strict mode.
+    UNSEEN_PROCESS = "unseen_process"
 
 
 class FieldDiff(msgspec.Struct, frozen=True):

@@ -74,7 +74,9 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     ``loaded`` counts the call entries available to replay, ``consumed`` those served,
     ``unconsumed`` those never requested, ``extra`` the calls made that had no entry.
     ``crashed`` says the tape is of a session that crashed. ``context`` holds one-line
-    summaries of the entries just before the first divergence.
+    summaries of the entries just before the first divergence. ``warnings`` are what a
+    lenient replay noticed without failing: processes started outside the interception
+    (``unseen_process``), each with where it was started.
     """
 
     cassette: str
@@ -91,6 +93,7 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     crashed: bool = False
     context: list[str] = []
     workers: list[str] = []
+    warnings: list[Mismatch] = []
 
     compute_ok = staticmethod(compute_ok)
 
@@ -240,6 +243,16 @@ class ReplayReport(msgspec.Struct, kw_only=True):
             lines.append("")
             more = plural(rest, "more mismatch", "more mismatches")
             lines.append(f"and {more} (see the JSON report)")
+        if self.warnings:
+            lines.append("")
+            lines.append(style.bad(plural(len(self.warnings), "warning", "warnings") + ":"))
+            for w in self.warnings[: max(max_mismatches, 0)]:
+                lines.append(f"  {w.kind.value} ({w.worker}): {w.message}")
+            if len(self.warnings) > max_mismatches:
+                lines.append(
+                    f"  and {len(self.warnings) - max_mismatches} more (see the JSON report)"
+                )
+            lines.append(f"  next step: {self.warnings[0].next_step}")
         return "\n".join(lines)
 
 

@@ -25,8 +25,10 @@ from ..boundaries import (
     SubprocessRunner,
     recording_agent,
     recording_boundary,
+    recording_notice,
     recording_popen,
     recording_store,
+    watching_processes,
 )
 from ..cassette import BoundaryKind, Level, PayloadCodec
 from ..recorder import Recorder
@@ -50,6 +52,8 @@ class RecordTape(Tape):
         # Threads that do not name themselves are named as on replay (see _context).
         self._threads = ExitStack()
         self._threads.enter_context(derived_workers())
+        # A process started outside the interception is missing from the tape: say so.
+        self._threads.enter_context(watching_processes(recording_notice(recorder)))
 
     # -- what the recording is ----------------------------------------------------------
 

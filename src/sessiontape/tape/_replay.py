@@ -25,6 +25,7 @@ from ..boundaries import (
     replaying_popen,
     replaying_store,
     reporting_thread_errors,
+    watching_processes,
 )
 from ..cassette import BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
@@ -52,6 +53,8 @@ class ReplayTape(Tape):
         # The session starts with the tape: threads are named, their deaths reported.
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
+        # A process started outside the interception runs for real: the report says so.
+        self._stack.enter_context(watching_processes(engine))
 
     # -- what the replay is -------------------------------------------------------------
 

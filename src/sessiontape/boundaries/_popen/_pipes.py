@@ -193,6 +193,27 @@ class ChunkLog:
             else:
                 self.chunks.append((stream, bytearray(data)))
 
+    def retract(self, stream: str, size: int) -> None:
+        """Take back the last ``size`` bytes noted on ``stream``: they were never passed on
+        (the reader went away), so the tape must not say they crossed."""
+        with self._lock:
+            if not self.logging or size <= 0:
+                return
+            for index in range(len(self.chunks) - 1, -1, -1):
+                name, data = self.chunks[index]
+                if name != stream:
+                    continue
+                cut = min(size, len(data))
+                del data[len(data) - cut :]
+                size -= cut
+                if not data:
+                    del self.chunks[index]
+                    chunks = self.chunks
+                    if 0 < index < len(chunks) and chunks[index - 1][0] == chunks[index][0]:
+                        chunks[index - 1][1].extend(chunks.pop(index)[1])
+                if size <= 0:
+                    break
+
     def stop(self) -> list[tuple[str, bytes]]:
         """Stop logging and return the chunks."""
         with self._lock:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import subprocess
 import threading
 import time
@@ -25,6 +26,7 @@ from ...recorder import Opened
 from ...scrub import error_info
 from .._process import IN_PROCESS_CALL, env_delta, record_process
 from .._protocols import RecordSide
+from .._unseen import intercepted
 from ._asyncio import recording_asyncio
 from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
 from ._pipes import start_thread as _start_thread
@@ -36,6 +38,12 @@ _BLOCK: Final = 1 << 16
 #: processes that have exited to pass on their last bytes (a grandchild that kept the
 #: pipe open would hold them for ever).
 _DRAIN_SECONDS: Final = 2.0
+#: Real seconds at most that learning of a child's exit waits for its stdin relay to
+#: close the program's end (it is woken by the same exit: microseconds, as a rule).
+_SETTLE_SECONDS: Final = 1.0
+
+#: What ``poll()`` reports on a pipe's write end once no process holds its read end.
+_READER_GONE: Final = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
 class _Tracked:
@@ -60,7 +68,35 @@ class _Tracked:
         self.timeouts = 0
         self.signals: list[int] = []
         self.written = False
+        #: The stdin relay and the write end it feeds the child through, while open.
+        self.stdin_relay: threading.Thread | None = None
+        self.stdin_end = -1
         self._lock = threading.Lock()
+        self._fds_lock = threading.Lock()
+
+    def close_relay(self, stream: str, src: int, dst: int) -> None:
+        """A relay closes its two fds (under the lock :meth:`_settle_stdin` polls under,
+        so that it never polls an fd number already reused)."""
+        with self._fds_lock:
+            if stream == "stdin":
+                self.stdin_end = -1
+            close_quietly(src, dst)
+
+    def _settle_stdin(self) -> None:
+        """The program learnt that the child exited: if no process holds the child's
+        stdin any more, wait for the relay to close the program's end, so the program
+        sees its stdin's reader gone from now on, as it would without the relay."""
+        thread = self.stdin_relay
+        if thread is None or thread is threading.current_thread():
+            return
+        with self._fds_lock:
+            if self.stdin_end < 0:
+                return
+            poller = select.poll()
+            poller.register(self.stdin_end, 0)
+            gone = any(events & _READER_GONE for _, events in poller.poll(0))
+        if gone:
+            thread.join(_SETTLE_SECONDS)
 
     def relay_done(self) -> None:
         with self._lock:
@@ -81,6 +117,8 @@ class _Tracked:
             ready = self.open_relays == 0
         if ready:
             self.write()
+        else:
+            self._settle_stdin()
 
     def write(self, *, unfinished: bool = False) -> None:
         """Write the entry (once)."""
@@ -119,9 +157,26 @@ class _Tracked:
 
 
 def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
-    """Copy ``src`` to ``dst`` until EOF, logging each chunk before it is passed on."""
+    """Copy ``src`` to ``dst`` until EOF, logging each chunk before it is passed on.
+
+    The relay is a pipe in the middle: it must let neither end look open longer than it
+    would without it. So it also watches ``dst``: once its reader is gone (the child
+    exited and nothing else holds its stdin, or the program closed the pipe it reads),
+    it closes ``src`` at once, and the writer at the other end sees the reader go (a
+    ``POLLERR``, a broken pipe) as it would have seen it. Bytes it could not pass on are
+    taken back from the log: the tape holds what crossed.
+    """
+    poller = select.poll()
+    poller.register(src, select.POLLIN)
+    poller.register(dst, 0)  # POLLERR/POLLHUP are always reported
     try:
         while True:
+            try:
+                ready = poller.poll()
+            except InterruptedError:  # pragma: no cover (PEP 475 retries)
+                continue
+            if any(fd == dst and events & _READER_GONE for fd, events in ready):
+                break
             try:
                 data = os.read(src, _BLOCK)
             except OSError:
@@ -129,14 +184,16 @@ def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
             if not data:
                 break
             tracked.log.add(stream, data)
+            view = memoryview(data)
             try:
-                view = memoryview(data)
                 while view:
                     view = view[os.write(dst, view) :]
             except OSError:
-                break  # the reader went away: the writer gets the broken pipe, as it would
+                # The reader went away: the writer gets the broken pipe, as it would.
+                tracked.log.retract(stream, len(view))
+                break
     finally:
-        close_quietly(src, dst)
+        tracked.close_relay(stream, src, dst)
         tracked.relay_done()
 
 
@@ -197,7 +254,8 @@ class _Recording:
                 errwrite = c2pwrite
             new = (p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
             try:
-                original(popen, args, executable, *rest[:8], *new, *rest[14:])
+                with intercepted():  # its audit event is the interception's own
+                    original(popen, args, executable, *rest[:8], *new, *rest[14:])
             except BaseException as exc:
                 ours = [w if name == "stdin" else r for r, w, name in relays]
                 if popen._closed_child_pipe_fds:
@@ -210,6 +268,9 @@ class _Recording:
                     record_process(rec, opened, tracked.argv, input=None, spawn_error=err, **call)
                 raise
             tracked.piped = {name for _, _, name in relays}
+            for _, dst, name in relays:
+                if name == "stdin":
+                    tracked.stdin_end = dst
             tracked.open_relays = len(relays)
             setattr(popen, TRACKER, tracked)
             with recording._lock:
@@ -219,7 +280,9 @@ class _Recording:
                     functools.partial(_relay, tracked, src, dst, name),
                     f"sessiontape-relay-{popen.pid}-{name}",
                 )
-                if name != "stdin":
+                if name == "stdin":
+                    tracked.stdin_relay = thread
+                else:
                     tracked.output_relays.append(thread)
 
         return _execute_child

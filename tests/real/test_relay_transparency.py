@@ -1,0 +1,108 @@
+"""Recording is transparent: the pipe relays never keep an end open that the program
+would have seen close, nor log bytes the other side never received."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import select
+import subprocess
+import threading
+from pathlib import Path
+from subprocess import PIPE
+
+import pytest
+
+import sessiontape
+
+from .conftest import PY
+
+
+def _relays() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("sessiontape-relay")]
+
+
+def _stdin_events_after_exit() -> int:
+    """What ``poll()`` says of a dead child's stdin, once the program knows it is dead."""
+    proc = subprocess.Popen([PY, "-c", "pass"], stdin=PIPE)
+    proc.wait()
+    assert proc.stdin is not None
+    poller = select.poll()
+    poller.register(proc.stdin, select.POLLOUT)
+    try:
+        (_, events), *_ = poller.poll(1000)
+    finally:
+        proc.stdin.close()
+    return events
+
+
+def test_a_dead_childs_stdin_reports_its_reader_gone_while_recording(tmp_path: Path) -> None:
+    plain = _stdin_events_after_exit()
+    assert plain & select.POLLERR  # what the kernel says without sessiontape
+    with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+        recorded = _stdin_events_after_exit()
+        # and nothing of the relay is left once the program knows the child is gone
+        assert _relays() == []
+    assert recorded == plain
+
+
+def test_writing_to_a_dead_childs_stdin_breaks_the_pipe_while_recording(tmp_path: Path) -> None:
+    with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+        proc = subprocess.Popen([PY, "-c", "pass"], stdin=PIPE)
+        proc.wait()
+        assert proc.stdin is not None
+        with pytest.raises(BrokenPipeError):
+            proc.stdin.write(b"x" * 100_000)  # past the buffer: written at once
+        proc.stdin.close()
+    (call,) = sessiontape.load(tmp_path / "t.jsonl").calls
+    # The child read nothing, so the tape says nothing was written to it.
+    assert call.input in (None, "")
+
+
+def test_the_recorded_stdin_is_what_the_child_read(tmp_path: Path) -> None:
+    # The child reads 5 bytes and exits; the program goes on writing until the pipe breaks.
+    code = "import os, sys; sys.stdout.write(os.read(0, 5).decode())"
+    with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+        proc = subprocess.Popen([PY, "-c", code], stdin=PIPE, stdout=PIPE)
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(b"hello")
+        proc.stdin.flush()
+        seen = proc.stdout.read()
+        proc.wait()
+        with pytest.raises(BrokenPipeError):
+            proc.stdin.write(b"more bytes the child never reads\n" * 10_000)
+        proc.stdout.close()
+        proc.stdin.close()
+    (call,) = sessiontape.load(tmp_path / "t.jsonl").calls
+    assert seen == b"hello"
+    assert call.input == "hello"
+
+
+async def _cancel_right_after_start(loop: asyncio.AbstractEventLoop) -> None:
+    # CPython's test_asyncio.test_subprocess test_cancel_post_init: the transport is
+    # closed (the child killed) while it is being made, and awaits the child's end.
+    sleeper = [PY, "-c", "import time; time.sleep(3600)"]
+    coro = loop.subprocess_exec(asyncio.SubprocessProtocol, *sleeper)
+    task = loop.create_task(coro)
+    loop.call_soon(task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _cancel_post_init() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        # A hang would be for ever: stop the loop after 20 s so that it shows as an error.
+        loop.call_later(20, loop.stop)
+        loop.run_until_complete(_cancel_right_after_start(loop))
+    finally:
+        loop.close()
+
+
+def test_an_asyncio_subprocess_cancelled_after_start_ends_while_recording(tmp_path: Path) -> None:
+    _cancel_post_init()  # plain: returns at once
+    with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+        _cancel_post_init()
+    (call,) = sessiontape.load(tmp_path / "t.jsonl").calls
+    assert call.returncode == -9
