@@ -93,8 +93,10 @@ def lazy_table(tree: ast.Module) -> dict[str, tuple[str, int]]:
         assert isinstance(node.value, ast.Dict), f"{LAZY_TABLE} must be a dict literal"
         table: dict[str, tuple[str, int]] = {}
         for key, value in zip(node.value.keys, node.value.values, strict=True):
-            assert isinstance(key, ast.Constant) and isinstance(key.value, str)
-            assert isinstance(value, ast.Constant) and isinstance(value.value, str)
+            assert isinstance(key, ast.Constant)
+            assert isinstance(key.value, str)
+            assert isinstance(value, ast.Constant)
+            assert isinstance(value.value, str)
             table[key.value] = (value.value, value.lineno)
         return table
     return {}
@@ -124,11 +126,8 @@ def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
                 if alias.name.split(".")[0] == ROOT:
                     yield Import(alias.name, (), node.lineno)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                target = _resolve(package, node.level, node.module)
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != ROOT:
+            target = _resolve(package, node.level, node.module) if node.level else node.module
+            if target is None or target.split(".")[0] != ROOT:
                 continue
             plain: list[str] = []
             for alias in node.names:

@@ -18,8 +18,8 @@ The two tools patch differently, so the capture is twofold:
 * time-machine patches the C functions themselves (``time.time``, ``time.time_ns``,
   ``datetime.datetime.now``...), so no reference taken at any time stays real while it
   travels. The wall-clock readers below go through its public ``escape_hatch`` while it
-  travels (when ``time_machine`` is not loaded, that costs one dictionary lookup). It leaves the monotonic and
-  performance counters alone, and so do the readers.
+  travels (when ``time_machine`` is not loaded, that costs one dictionary lookup). It
+  leaves the monotonic and performance counters alone, and so do the readers.
 
 :class:`RealClock` is the machine's clock behind the :class:`~sessiontape.Clock` protocol
 (``_clock.py``).
