@@ -45,6 +45,9 @@ TARGETS: Final[dict[str, Target]] = {
     "disabled_ns": Target("<=", 100.0, "≤ 100 ns"),
     "report_size_ratio": Target("<=", 0.5, "≤ 0.5× the tape"),
     "report_time_ratio": Target("<=", 3.0, "≤ 3× load"),
+    "startup_entry_ms": Target("<=", 5.0, "≤ 5 ms"),
+    "startup_run_ratio": Target("<=", 1.05, "≤ 1.05× -p no:sessiontape"),
+    "startup_record_none_ms": Target("<=", 10.0, "≤ 10 ms"),
 }
 
 #: The fixed-cost target holds in a process with at least this many modules loaded.
@@ -417,6 +420,48 @@ def _disabled_rows(dis: Results, results: Results) -> Iterable[Row]:
     )
 
 
+def _startup_rows(st: Results, results: Results) -> Iterable[Row]:
+    imp, runs, off = st["importtime"], st["pytest"], st["record_none"]
+    entry = imp["entry_ms"]["sessiontape"]
+    yield _row(
+        "startup_entry_ms",
+        "pytest11 entry point import, beyond pytest's own (`-X importtime`)",
+        entry,
+        "ms",
+        "pytest's own import (ms)",
+        imp["pytest_ms"],
+        entry / imp["pytest_ms"],
+        "others: "
+        + ", ".join(
+            f"{dist} {ms:.1f} ms"
+            for dist, ms in sorted(imp["entry_ms"].items())
+            if dist != "sessiontape"
+        ),
+    )
+    without = runs["without_s"]["sessiontape"]
+    cpu_ratio = runs["all_cpu_s"] / runs["without_cpu_s"]["sessiontape"]
+    yield _row(
+        "startup_run_ratio",
+        "one-test pytest run, sessiontape installed but unused",
+        runs["all_s"] / without,
+        "×",
+        "the run with -p no:sessiontape (ms)",
+        without * 1000,
+        runs["all_s"] / without,
+        f"CPU-time ratio {cpu_ratio:.3f}×; every plugin of the bench session loaded",
+    )
+    yield _row(
+        "startup_record_none_ms",
+        "`import sessiontape` + `record(None)`, over a bare interpreter",
+        off["overhead_ms"],
+        "ms",
+        "a bare interpreter (ms)",
+        off["bare_s"] * 1000,
+        off["record_none_s"] / off["bare_s"],
+        f"-X importtime: {off['importtime_ms']:.1f} ms",
+    )
+
+
 #: The summary's rows in table order: each case's rows, built from its results.
 _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]] = (
     ("replay_call", _process_rows),
@@ -429,6 +474,7 @@ _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]
     ("record", _record_rows),
     ("report", _report_rows),
     ("disabled", _disabled_rows),
+    ("startup", _startup_rows),
 )
 
 
