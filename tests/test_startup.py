@@ -73,6 +73,21 @@ def test_the_plugin_entry_point_imports_nothing_heavy() -> None:
     assert _loaded_by("import pytest", "import sessiontape.plugin") == []
 
 
+@pytest.mark.parametrize("entry", ["import sessiontape", "import pytest, sessiontape.plugin"])
+def test_real_time_is_captured_before_anything_else_of_sessiontape(entry: str) -> None:
+    out = _python(
+        f"""
+        import json, sys
+        {entry}
+        print(json.dumps([m for m in sys.modules if m.startswith("sessiontape")]))
+        """
+    )
+    # sys.modules keeps the order modules were loaded in (a package moves to the end once
+    # it is done): _time comes before any other module of sessiontape.
+    loaded = [m for m in json.loads(out) if m != "sessiontape"]
+    assert loaded[0] == "sessiontape._time", loaded
+
+
 def test_record_none_imports_nothing_heavy() -> None:
     loaded = _loaded_by(
         "",

@@ -50,7 +50,8 @@ def record(
     ``NAME.old.TIMESTAMP``; ``"append"`` resumes it, continuing its seqs. ``roots`` maps
     placeholder names to directories (``{"repo": "/srv/app"}``) in addition to the
     defaults (the git checkout around the current directory, home, temp). A payload
-    larger than ``max_inline_bytes`` (default 64 KiB) is stored as a digest.
+    larger than ``max_inline_bytes`` (default 64 KiB) goes to the cassette's sidecar at
+    level ``full``, and is kept as a digest only at lower levels.
     """
     if path is None:
         path = os.environ.get(ENV_VAR) or None

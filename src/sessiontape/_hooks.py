@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import types
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -75,8 +76,10 @@ def get_plugin_manager() -> pluggy.PluginManager:
 
 def implements_hooks(plugin: Any) -> bool:
     """Whether ``plugin`` (a module or object) has anything named like a ``sessiontape_*``
-    hook. Cheap: it does not create the plugin manager."""
-    return any(n.startswith("sessiontape_") for n in dir(plugin))
+    hook. Cheap: it does not create the plugin manager (a module's names are read
+    unsorted, as pytest registers dozens of them on every run)."""
+    names = vars(plugin) if isinstance(plugin, types.ModuleType) else dir(plugin)
+    return any(n.startswith("sessiontape_") for n in names)
 
 
 def register(plugin: Any, name: str | None = None) -> None:

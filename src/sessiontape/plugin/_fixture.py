@@ -12,13 +12,12 @@ stash key and return. The engines are imported by the fixture, when a test uses 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import re
 import shlex
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 import pytest
 
@@ -128,8 +127,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             item.add_report_section("call", "sessiontape", text)
 
 
-@dataclasses.dataclass(frozen=True)
-class _MarkerOptions:
+class _MarkerOptions(NamedTuple):  # not a dataclass: see plugin/_options.py
     """The ``sessiontape`` marker's keyword arguments, checked."""
 
     cassette: str | None
