@@ -350,9 +350,13 @@ def startup_section(res: Results) -> list[str]:
         f"({runs['without_cpu_s']['sessiontape'] * 1e3:.0f} ms CPU).\n",
         '`python -c "import sessiontape; sessiontape.record(None)"` (recording off, the '
         f"production default): {off['record_none_s'] * 1e3:.1f} ms against "
-        f"{off['bare_s'] * 1e3:.1f} ms for `python -c pass`, a paired difference of "
-        f"{off['overhead_ms']:.1f} ms; `-X importtime` counts {off['importtime_ms']:.1f} ms "
-        "for sessiontape's modules and what they import.\n",
+        f"{off['bare_s'] * 1e3:.1f} ms for `python -c pass` (medians), a paired difference "
+        f"of {off['overhead_ms']:.1f} ms; best runs {off['best_overhead_ms']:.1f} ms apart "
+        f"({off['best_overhead_cpu_ms']:.1f} ms of CPU). `-X importtime` counts "
+        f"{off['importtime_ms']:.1f} ms (best {off['importtime_best_ms']:.1f} ms) for "
+        "sessiontape's modules and what they import (`datetime`, `enum`).\n",
+        "Start-up noise on a shared machine only ever adds time, so the summary's start-up "
+        "figures are the best of the rounds; the medians stand here beside them.\n",
     ]
 
 
