@@ -355,8 +355,10 @@ def startup_section(res: Results) -> list[str]:
         f"({off['best_overhead_cpu_ms']:.1f} ms of CPU). `-X importtime` counts "
         f"{off['importtime_ms']:.1f} ms (best {off['importtime_best_ms']:.1f} ms) for "
         "sessiontape's modules and what they import (`datetime`, `enum`).\n",
-        "Start-up noise on a shared machine only ever adds time, so the summary's start-up "
-        "figures are the best of the rounds; the medians stand here beside them.\n",
+        "On the shared 2 cores, a fresh process's wall time is mostly its wait for a core, "
+        "and that noise only ever adds: the summary's start-up figures are the best "
+        "`-X importtime` of the rounds, and the CPU time (user + system) the whole processes "
+        "used; the wall-clock medians stand here beside them.\n",
     ]
 
 

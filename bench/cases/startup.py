@@ -184,6 +184,7 @@ def _record_none(rounds: int, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         # Start-up noise only ever adds: the best runs are the least disturbed ones.
         "best_overhead_ms": (min(used) - min(bare)) * 1000,
         "best_overhead_cpu_ms": (min(used_cpu) - min(bare_cpu)) * 1000,
+        "bare_cpu_best_s": min(bare_cpu),
         "importtime_ms": median(imported),
         "importtime_best_ms": min(imported),
     }
