@@ -349,7 +349,10 @@ def startup_section(res: Results) -> list[str]:
         f"with `-p no:sessiontape`: {runs['without_s']['sessiontape'] * 1e3:.0f} ms "
         f"({runs['without_cpu_s']['sessiontape'] * 1e3:.0f} ms CPU, best "
         f"{runs['without_cpu_best_s']['sessiontape'] * 1e3:.0f} ms); {runs['pairs']} runs "
-        "of each of these two, the other variants 1 per round.\n",
+        "of each of these two, the other variants 1 per round. The per-plugin differences "
+        "of the table rest on one run per round and carry the machine's noise (compare "
+        "pytest-randomly's, whose import costs under a millisecond); sessiontape's figure in "
+        "the summary rests on every pair.\n",
         '`python -c "import sessiontape; sessiontape.record(None)"` (recording off, the '
         f"production default): {off['record_none_s'] * 1e3:.1f} ms against "
         f"{off['bare_s'] * 1e3:.1f} ms for `python -c pass` (medians), a paired difference "
