@@ -45,6 +45,9 @@ TARGETS: Final[dict[str, Target]] = {
     "disabled_ns": Target("<=", 100.0, "≤ 100 ns"),
     "report_size_ratio": Target("<=", 0.5, "≤ 0.5× the tape"),
     "report_time_ratio": Target("<=", 3.0, "≤ 3× load"),
+    "startup_entry_ms": Target("<=", 5.0, "≤ 5 ms"),
+    "startup_run_ratio": Target("<=", 1.05, "≤ 1.05× -p no:sessiontape"),
+    "startup_record_none_ms": Target("<=", 10.0, "≤ 10 ms"),
 }
 
 #: The fixed-cost target holds in a process with at least this many modules loaded.
@@ -417,6 +420,57 @@ def _disabled_rows(dis: Results, results: Results) -> Iterable[Row]:
     )
 
 
+def _startup_rows(st: Results, results: Results) -> Iterable[Row]:
+    imp, runs, off = st["importtime"], st["pytest"], st["record_none"]
+    # Best of the rounds: start-up noise on a shared machine only ever adds (medians are in
+    # the start-up section).
+    entry = imp["entry_best_ms"]["sessiontape"]
+    yield _row(
+        "startup_entry_ms",
+        "pytest11 entry point import, beyond pytest's own (`-X importtime`, best of rounds)",
+        entry,
+        "ms",
+        "pytest-randomly's, the smallest (ms)",
+        imp["entry_best_ms"]["pytest-randomly"],
+        entry / imp["entry_best_ms"]["pytest-randomly"],
+        "others: "
+        + ", ".join(
+            f"{dist} {ms:.1f} ms"
+            for dist, ms in sorted(imp["entry_best_ms"].items())
+            if dist != "sessiontape"
+        ),
+    )
+    # Whole processes by the CPU time they used (user + system, from the kernel): on the
+    # shared 2 cores, wall time mostly measures the wait for a core. Wall medians stand in
+    # the note and in the start-up section.
+    without_cpu = runs["without_cpu_best_s"]["sessiontape"]
+    cpu_ratio = runs["all_cpu_best_s"] / without_cpu
+    median_ratio = runs["all_cpu_s"] / runs["without_cpu_s"]["sessiontape"]
+    wall_ratio = runs["all_s"] / runs["without_s"]["sessiontape"]
+    yield _row(
+        "startup_run_ratio",
+        "one-test pytest run, sessiontape installed but unused (CPU time, best runs)",
+        cpu_ratio,
+        "×",
+        "the run with -p no:sessiontape (ms of CPU, best)",
+        without_cpu * 1000,
+        cpu_ratio,
+        f"{runs['pairs']} pairs; medians: CPU {median_ratio:.3f}×, wall {wall_ratio:.3f}×; "
+        "every plugin of the bench session loaded",
+    )
+    yield _row(
+        "startup_record_none_ms",
+        "`import sessiontape` + `record(None)`, over a bare interpreter (CPU time, best runs)",
+        off["best_overhead_cpu_ms"],
+        "ms",
+        "a bare interpreter (ms of CPU, best)",
+        off["bare_cpu_best_s"] * 1000,
+        (off["bare_cpu_best_s"] + off["best_overhead_cpu_ms"] / 1000) / off["bare_cpu_best_s"],
+        f"-X importtime: best {off['importtime_best_ms']:.1f} ms; wall: best runs "
+        f"{off['best_overhead_ms']:.1f} ms apart, paired median {off['overhead_ms']:.1f} ms",
+    )
+
+
 #: The summary's rows in table order: each case's rows, built from its results.
 _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]] = (
     ("replay_call", _process_rows),
@@ -429,6 +483,7 @@ _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]
     ("record", _record_rows),
     ("report", _report_rows),
     ("disabled", _disabled_rows),
+    ("startup", _startup_rows),
 )
 
 

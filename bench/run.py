@@ -57,6 +57,7 @@ from cases import (  # noqa: E402
     record,
     replay_call,
     report,
+    startup,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
@@ -94,6 +95,7 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 60,
         "big_corpus": 500,
         "corpus_rounds": 3,
+        "startup_rounds": 15,
     },
     "quick": {
         "tapes": {
@@ -120,6 +122,7 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 60,
         "big_corpus": 100,
         "corpus_rounds": 1,
+        "startup_rounds": 5,
     },
     "tiny": {
         "tapes": {
@@ -146,6 +149,7 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 4,
         "big_corpus": 6,
         "corpus_rounds": 1,
+        "startup_rounds": 1,
     },
 }
 
@@ -159,6 +163,7 @@ ALL_CASES: Final = (
     "memory",
     "load",
     "report",
+    "startup",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -243,6 +248,10 @@ def _cases(
             lambda: report.run(
                 path=tapes["report"]["path"], workdir=workdir, repeat=prof["report_repeat"]
             ),
+        ),
+        "startup": (
+            "start-up: entry points, a one-test pytest run, record(None) (whole processes)",
+            lambda: startup.run(rounds=prof["startup_rounds"], workdir=workdir),
         ),
     }
 

@@ -321,6 +321,52 @@ def corpus_section(res: Results) -> list[str]:
     ]
 
 
+def startup_section(res: Results) -> list[str]:
+    s = res["startup"]
+    imp, runs, off = s["importtime"], s["pytest"], s["record_none"]
+    dists = sorted(imp["entry_ms"], key=lambda d: (d != "sessiontape", d))
+    return [
+        "## 8. Start-up: installed, imported, unused\n",
+        "Fresh interpreters, bytecode cached, the variants taking turns "
+        f"({s['rounds']} rounds, medians). Every plugin below is installed in the bench "
+        "session and loaded by every `pytest` run. Entry point: `python -X importtime -c "
+        '"import pytest; import ENTRY"`, the cumulative time of what the entry point '
+        f"imports beyond pytest's own imports (pytest itself: {imp['pytest_ms']:.1f} ms). "
+        "Whole run: a one-test project, `pytest -q -p no:cacheprovider`, beside the same "
+        "run with `-p no:NAME`; the plugin's cost is the paired difference (wall, and CPU "
+        "time of the child).\n",
+        "| plugin | entry point | import (median) | import (best) | whole run: cost | CPU |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {d} | `{imp['modules'][d]}` | {imp['entry_ms'][d]:.1f} ms | "
+            f"{imp['entry_best_ms'][d]:.1f} ms | {runs['cost_ms'][d]:+.1f} ms | "
+            f"{runs['cost_cpu_ms'][d]:+.1f} ms |"
+            for d in dists
+        ),
+        "",
+        f"The one-test run with everything loaded: {runs['all_s'] * 1e3:.0f} ms "
+        f"({runs['all_cpu_s'] * 1e3:.0f} ms CPU, best {runs['all_cpu_best_s'] * 1e3:.0f} ms); "
+        f"with `-p no:sessiontape`: {runs['without_s']['sessiontape'] * 1e3:.0f} ms "
+        f"({runs['without_cpu_s']['sessiontape'] * 1e3:.0f} ms CPU, best "
+        f"{runs['without_cpu_best_s']['sessiontape'] * 1e3:.0f} ms); {runs['pairs']} runs "
+        "of each of these two, the other variants 1 per round. The per-plugin differences "
+        "of the table rest on one run per round and carry the machine's noise (compare "
+        "pytest-randomly's, whose import costs under a millisecond); sessiontape's figure in "
+        "the summary rests on every pair.\n",
+        '`python -c "import sessiontape; sessiontape.record(None)"` (recording off, the '
+        f"production default): {off['record_none_s'] * 1e3:.1f} ms against "
+        f"{off['bare_s'] * 1e3:.1f} ms for `python -c pass` (medians), a paired difference "
+        f"of {off['overhead_ms']:.1f} ms; best runs {off['best_overhead_ms']:.1f} ms apart "
+        f"({off['best_overhead_cpu_ms']:.1f} ms of CPU). `-X importtime` counts "
+        f"{off['importtime_ms']:.1f} ms (best {off['importtime_best_ms']:.1f} ms) for "
+        "sessiontape's modules and what they import (`datetime`, `enum`).\n",
+        "On the shared 2 cores, a fresh process's wall time is mostly its wait for a core, "
+        "and that noise only ever adds: the summary's start-up figures are the best "
+        "`-X importtime` of the rounds, and the CPU time (user + system) the whole processes "
+        "used; the wall-clock medians stand here beside them.\n",
+    ]
+
+
 #: The detailed sections in the order BENCHMARKS.md shows them, each with the cases it
 #: reports on (it is shown when any of them ran).
 SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ...]] = (
@@ -331,4 +377,5 @@ SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ..
     (("disabled",), disabled_section),
     (("report",), report_section),
     (("corpus",), corpus_section),
+    (("startup",), startup_section),
 )

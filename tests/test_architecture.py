@@ -2,7 +2,8 @@
 
 ARCHITECTURE.md draws the layers; this test is what keeps the drawing true. Every import in
 every module is read with :mod:`ast` (those under ``TYPE_CHECKING`` and inside functions
-too) and checked against three rules:
+too, and the entries of a front's lazy re-export table, ``_EXPORTS``, which are imports
+made on first access) and checked against three rules:
 
 1. a module imports only from its own unit or from units of a lower rank (so two units of
    the same rank, such as the two engines, never import each other);
@@ -32,6 +33,8 @@ RANKS: dict[str, int] = {
     "sessiontape._errors": 0,
     "sessiontape._context": 0,
     "sessiontape._time": 0,
+    "sessiontape._clock": 0,
+    "sessiontape._lazy": 0,
     "sessiontape.cassette": 1,
     "sessiontape.scrub": 2,
     "sessiontape.report": 2,
@@ -74,22 +77,57 @@ def modules(root: Path) -> dict[str, Path]:
     return {module_name(root, p): p for p in sorted((root / ROOT).rglob("*.py"))}
 
 
+#: The name of a front's lazy re-export table (``sessiontape._lazy``): name -> module.
+LAZY_TABLE = "_EXPORTS"
+
+
+def lazy_table(tree: ast.Module) -> dict[str, tuple[str, int]]:
+    """A module's ``_EXPORTS`` table as ``{name: (relative module, line)}`` (or empty)."""
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id == LAZY_TABLE):
+            continue
+        assert isinstance(node, (ast.Assign, ast.AnnAssign))
+        assert isinstance(node.value, ast.Dict), f"{LAZY_TABLE} must be a dict literal"
+        table: dict[str, tuple[str, int]] = {}
+        for key, value in zip(node.value.keys, node.value.values, strict=True):
+            assert isinstance(key, ast.Constant)
+            assert isinstance(key.value, str)
+            assert isinstance(value, ast.Constant)
+            assert isinstance(value.value, str)
+            table[key.value] = (value.value, value.lineno)
+        return table
+    return {}
+
+
+def _resolve(package: str, level: int, module: str | None) -> str:
+    base = package.split(".")
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
 def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
-    """Every import of a sessiontape module in ``path``, resolved to module names."""
+    """Every import of a sessiontape module in ``path``, resolved to module names (a lazy
+    re-export counts as an import of its name from its module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for exported, (relative, line) in lazy_table(tree).items():
+        module = relative.lstrip(".")
+        target = _resolve(package, len(relative) - len(module), module or None)
+        if target in known:
+            yield Import(target, (exported,), line)
+        else:  # a module name that does not exist, reported as such
+            yield Import(target, (), line)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == ROOT:
                     yield Import(alias.name, (), node.lineno)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != ROOT:
+            target = _resolve(package, node.level, node.module) if node.level else node.module
+            if target is None or target.split(".")[0] != ROOT:
                 continue
             plain: list[str] = []
             for alias in node.names:
@@ -185,6 +223,49 @@ def test_the_layers_hold() -> None:
     assert violations(SRC) == []
 
 
+def _type_checking_imports(tree: ast.Module, package: str) -> dict[str, str]:
+    """``{name: absolute module}`` of the imports under a front's ``if TYPE_CHECKING:``."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+        ):
+            continue
+        for inner in node.body:
+            if isinstance(inner, ast.ImportFrom) and inner.level:
+                module = _resolve(package, inner.level, inner.module)
+                found.update((alias.asname or alias.name, module) for alias in inner.names)
+    return found
+
+
+def test_lazy_fronts_say_the_same_thing_three_times() -> None:
+    """A lazy front's table, its ``__all__`` and its ``TYPE_CHECKING`` imports (what mypy
+    and IDEs see) name the same things, from the same modules; the package serves each."""
+    import importlib
+
+    fronts = 0
+    for name, path in modules(SRC).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        table = lazy_table(tree)
+        if not table:
+            continue
+        fronts += 1
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        resolved = {
+            n: _resolve(package, len(rel) - len(rel.lstrip(".")), rel.lstrip(".") or None)
+            for n, (rel, _) in table.items()
+        }
+        assert _type_checking_imports(tree, package) == resolved, name
+        front = importlib.import_module(name)
+        assert sorted(front.__all__) == sorted(table), name
+        for exported, module in resolved.items():
+            assert getattr(front, exported) is getattr(importlib.import_module(module), exported)
+        assert set(table) <= set(dir(front))
+    assert fronts >= 2  # sessiontape and sessiontape.tape
+
+
 def test_no_module_or_class_is_too_long_to_read_in_one_sitting() -> None:
     too_long: list[str] = []
     for name, path in modules(SRC).items():
@@ -261,6 +342,25 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
             },
             "import cycle: sessiontape.report._a -> sessiontape.report._b",
             id="a cycle through TYPE_CHECKING",
+        ),
+        pytest.param(
+            {
+                "sessiontape/cassette/__init__.py": '_EXPORTS = {"Recorder": "..recorder"}\n',
+                "sessiontape/recorder/__init__.py": "Recorder = 1\n",
+            },
+            "sessiontape/cassette/__init__.py:1: sessiontape.cassette (rank 1) imports "
+            "sessiontape.recorder (rank 3); imports must run downwards",
+            id="a lazy re-export upwards",
+        ),
+        pytest.param(
+            {
+                "sessiontape/tape/__init__.py": '_EXPORTS: dict[str, str] = {"X": "..report._x"}\n',
+                "sessiontape/report/__init__.py": "",
+                "sessiontape/report/_x.py": "X = 1\n",
+            },
+            "sessiontape/tape/__init__.py:1: imports sessiontape.report._x, inside "
+            "sessiontape.report; import sessiontape.report itself",
+            id="a lazy re-export of a private module across layers",
         ),
     ],
 )

@@ -142,6 +142,22 @@ def _check_load_and_report(res: dict[str, Any]) -> None:
         assert _positive(rep[key]), key
 
 
+def _check_startup(res: dict[str, Any]) -> None:
+    st = res["startup"]
+    assert "sessiontape" in st["plugins"]
+    imp = st["importtime"]
+    assert _positive(imp["pytest_ms"])
+    assert _positive(imp["entry_ms"]["sessiontape"])
+    assert imp["modules"]["sessiontape"] == "sessiontape.plugin"
+    runs = st["pytest"]
+    assert _positive(runs["all_s"])
+    assert set(runs["without_s"]) == set(st["plugins"])
+    off = st["record_none"]
+    assert _positive(off["bare_s"])
+    assert _positive(off["record_none_s"])
+    assert _positive(off["importtime_ms"])
+
+
 #: Each group of cases, how its results are checked, and the targets its rows carry.
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
     "recording": (
@@ -171,6 +187,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
         ("load", "report"),
         _check_load_and_report,
         {"load_mb_s", "report_size_ratio", "report_time_ratio"},
+    ),
+    "startup": (
+        ("startup",),
+        _check_startup,
+        {"startup_entry_ms", "startup_run_ratio", "startup_record_none_ms"},
     ),
 }
 

@@ -17,8 +17,9 @@ import freezegun.api
 import msgspec
 import pytest
 
+from sessiontape._clock import Clock
 from sessiontape._errors import UsageError
-from sessiontape._time import Clock, RealClock, msgspec_enc_hook, to_real_datetime
+from sessiontape._time import RealClock, msgspec_enc_hook, to_real_datetime
 from sessiontape.replayer import IGNORED_MODULES, FakeClock, lingering
 
 S = 1_000_000_000

@@ -7,17 +7,22 @@ tapes themselves never call hooks, so the layers below know nothing of plugins.
 
 from __future__ import annotations
 
-import argparse
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
 
-from . import _hooks
-from .cassette import DEFAULT_MAX_INLINE_BYTES, Level, Recording, load_for_replay
-from .recorder import IfExists, Recorder
-from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
-from .scrub import PathRoots
-from .tape import DisabledTape, RecordTape, ReplayTape, Tape
+# ``record(None)`` (recording off, the production default) must cost next to nothing, so
+# this module imports only what that path needs; the engines, the cassette format and the
+# hooks are imported by the calls that use them.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Final
+
+    from .cassette import Level, Recording
+    from .recorder import IfExists
+    from .replayer import Noise
+    from .scrub import PathRoots
+    from .tape import ReplayTape, Tape
 
 __all__ = ["ENV_VAR", "add_record_argument", "record", "record_path", "replay"]
 
@@ -31,10 +36,10 @@ def record(
     config: Any = None,
     app_version: str | None = None,
     entrypoint: str | None = None,
-    level: Level | str = Level.FULL,
+    level: Level | str = "full",
     if_exists: IfExists = "force",
     roots: Mapping[str, str] | PathRoots | None = None,
-    max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES,
+    max_inline_bytes: int | None = None,
     redact: bool = True,
 ) -> Tape:
     """Start recording a session to the cassette at ``path``.
@@ -44,12 +49,23 @@ def record(
     through untouched. ``if_exists="force"`` moves an existing cassette to
     ``NAME.old.TIMESTAMP``; ``"append"`` resumes it, continuing its seqs. ``roots`` maps
     placeholder names to directories (``{"repo": "/srv/app"}``) in addition to the
-    defaults (the git checkout around the current directory, home, temp).
+    defaults (the git checkout around the current directory, home, temp). A payload
+    larger than ``max_inline_bytes`` (default 64 KiB) goes to the cassette's sidecar at
+    level ``full``, and is kept as a digest only at lower levels.
     """
     if path is None:
         path = os.environ.get(ENV_VAR) or None
     if path is None:
+        from .tape import DisabledTape
+
         return DisabledTape()
+    from . import _hooks
+    from .cassette import DEFAULT_MAX_INLINE_BYTES
+    from .recorder import Recorder
+    from .tape import RecordTape
+
+    if max_inline_bytes is None:
+        max_inline_bytes = DEFAULT_MAX_INLINE_BYTES
     recorder = Recorder(
         path,
         config=config,
@@ -72,8 +88,8 @@ def replay(
     noise: Noise | Sequence[str] | Mapping[str, Any] | None = None,
     roots: Mapping[str, str] | PathRoots | None = None,
     patch_time: bool = True,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+    lookahead: int | None = None,
+    order_timeout: float | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -83,8 +99,19 @@ def replay(
     that legitimately differ (``["process.env.HOME", "agent.args[0].prompt"]``, or a
     :class:`Noise` with regex substitutions). ``roots`` names today's directories for the
     recorded path placeholders. With ``patch_time`` (the default), entering the tape
-    makes ``time.sleep`` instant and wall-clock reads virtual.
+    makes ``time.sleep`` instant and wall-clock reads virtual. ``lookahead`` is how many
+    entries past a queue's head a request may match (default 8), ``order_timeout`` how
+    many real seconds a verify-boundary call waits for its recorded turn (default 2.0).
     """
+    from . import _hooks
+    from .cassette import Recording, load_for_replay
+    from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
+    from .tape import ReplayTape
+
+    if lookahead is None:
+        lookahead = DEFAULT_LOOKAHEAD
+    if order_timeout is None:
+        order_timeout = DEFAULT_ORDER_TIMEOUT
     recording = source if isinstance(source, Recording) else load_for_replay(source)
     engine = ReplayEngine(
         recording,

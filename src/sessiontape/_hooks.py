@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import inspect
 import threading
+import types
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
 
 from . import _hookspecs
-from .replayer import Matcher, Noise
+
+if TYPE_CHECKING:
+    from .replayer import Matcher, Noise
 
 __all__ = [
     "PROJECT",
     "custom_matcher",
     "get_plugin_manager",
     "hookimpl",
+    "implements_hooks",
     "noise",
     "register",
     "scrub_functions",
@@ -70,12 +74,20 @@ def get_plugin_manager() -> pluggy.PluginManager:
         return _manager
 
 
+def implements_hooks(plugin: Any) -> bool:
+    """Whether ``plugin`` (a module or object) has anything named like a ``sessiontape_*``
+    hook. Cheap: it does not create the plugin manager (a module's names are read
+    unsorted, as pytest registers dozens of them on every run)."""
+    names = vars(plugin) if isinstance(plugin, types.ModuleType) else dir(plugin)
+    return any(n.startswith("sessiontape_") for n in names)
+
+
 def register(plugin: Any, name: str | None = None) -> None:
     """Register ``plugin`` (a module or object) if it implements any hook and is new."""
+    if not implements_hooks(plugin):
+        return
     pm = get_plugin_manager()
     if pm.is_registered(plugin):
-        return
-    if not any(n.startswith("sessiontape_") for n in dir(plugin)):
         return
     if name is not None and pm.get_plugin(name) is not None:
         return
@@ -99,6 +111,8 @@ def scrub_functions() -> list[Callable[[str], str]]:
 
 def noise() -> Noise:
     """The noise masks and patterns every ``sessiontape_noise`` implementation returns."""
+    from .replayer import Noise  # the replay engine, imported when a replay needs it
+
     out = Noise()
     for value in get_plugin_manager().hook.sessiontape_noise():
         if value is not None:

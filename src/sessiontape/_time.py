@@ -1,9 +1,28 @@
-"""Real time: the clock recording reads, captured before anything can patch it.
+"""Real time: the one place that reads it, captured before anything can patch it.
 
-:data:`REAL` holds the functions and classes of :mod:`time` and :mod:`datetime` as they were
-when sessiontape was imported, so freezegun (or a :class:`~sessiontape.FakeClock` installed
-by a replay) never changes what the recorder reads. :class:`Clock` is the protocol an
-application injects; :class:`RealClock` is the machine's clock behind it.
+This is the first module ``import sessiontape`` (and so the pytest plugin) imports, and it
+imports nothing but :mod:`sys`, :mod:`time` and :mod:`datetime`, so that it is cheap
+enough to be imported first. Everything that must read the machine's time (the
+recorder's timestamps, the writer, the runners' durations, the fake clock's own timers,
+the pytest plugin) reads it through :data:`REAL`, never through :mod:`time` or
+:mod:`datetime` at call time, and never through a copy taken later: sessiontape's other
+modules are imported on first use, possibly while a user's ``freezegun.freeze_time`` or
+``time_machine.travel`` is active.
+
+The two tools patch differently, so the capture is twofold:
+
+* freezegun replaces module attributes (``time.time``, ``datetime.datetime``). The
+  functions captured here stay real; if this module itself is first imported under an
+  active ``freeze_time``, the originals are taken from freezegun's saved ``real_*`` copies
+  and the real ``datetime`` class from the fake one's MRO.
+* time-machine patches the C functions themselves (``time.time``, ``time.time_ns``,
+  ``datetime.datetime.now``...), so no reference taken at any time stays real while it
+  travels. The wall-clock readers below go through its public ``escape_hatch`` while it
+  travels (when ``time_machine`` is not loaded, that costs one dictionary lookup). It
+  leaves the monotonic and performance counters alone, and so do the readers.
+
+:class:`RealClock` is the machine's clock behind the :class:`~sessiontape.Clock` protocol
+(``_clock.py``).
 """
 
 from __future__ import annotations
@@ -11,9 +30,13 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import time as _time
-import types
-from collections.abc import Callable
-from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see the docstring)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Final, TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "EPOCH_NAIVE",
@@ -21,7 +44,6 @@ __all__ = [
     "MAX_WALL_NS",
     "NS_PER_S",
     "REAL",
-    "Clock",
     "RealClock",
     "msgspec_enc_hook",
     "naive_utc",
@@ -29,7 +51,8 @@ __all__ = [
 ]
 
 NS_PER_S: Final = 1_000_000_000
-_T = TypeVar("_T")
+_BUILTIN: Final = type(len)
+_modules: Final = sys.modules
 
 
 def _real_class(cls: type[_T], name: str) -> type[_T]:
@@ -37,84 +60,116 @@ def _real_class(cls: type[_T], name: str) -> type[_T]:
     # its FakeDatetime subclass; the real class is further up the MRO.
     for klass in cls.__mro__:
         if klass.__module__ == "datetime" and klass.__name__ == name:
-            return cast("type[_T]", klass)
+            return klass
     return cls
 
 
 def _real_time_function(name: str) -> Callable[..., Any]:
-    func = getattr(_time, name)
-    if isinstance(func, types.BuiltinFunctionType):
-        return cast("Callable[..., Any]", func)
+    func: Callable[..., Any] = getattr(_time, name)
+    if type(func) is _BUILTIN:
+        return func
     # Imported while freezegun had patched ``time``: it keeps the originals as ``real_*``.
-    saved = getattr(sys.modules.get("freezegun.api"), f"real_{name}", None)
-    if isinstance(saved, types.BuiltinFunctionType):
-        return cast("Callable[..., Any]", saved)
-    return cast("Callable[..., Any]", func)
+    saved = getattr(_modules.get("freezegun.api"), f"real_{name}", None)
+    if type(saved) is _BUILTIN:
+        return saved
+    return func
 
 
-class _Originals(NamedTuple):
-    datetime: type[_dt.datetime]
-    date: type[_dt.date]
-    time: Callable[[], float]
-    time_ns: Callable[[], int]
-    monotonic: Callable[[], float]
-    monotonic_ns: Callable[[], int]
-    sleep: Callable[[float], None]
+def _wall_clock(
+    datetime: type[_dt.datetime],
+) -> tuple[Callable[[], float], Callable[[], int], Callable[[_dt.tzinfo | None], _dt.datetime]]:
+    """The wall-clock readers: ``time()``, ``time_ns()`` and ``now(tz)``.
+
+    The real functions are held in their closures, never as module attributes, which
+    freezegun would replace.
+    """
+    time_builtin: Callable[[], float] = _real_time_function("time")
+    time_ns_builtin: Callable[[], int] = _real_time_function("time_ns")
+    now_builtin = datetime.now
+
+    def travelling() -> Any:
+        # time-machine's escape hatch, while it travels (it answers only then); else None.
+        machine = _modules.get("time_machine")
+        hatch = None if machine is None else getattr(machine, "escape_hatch", None)
+        return hatch if hatch is not None and hatch.is_travelling() else None
+
+    def real_time() -> float:
+        if "time_machine" in _modules and (hatch := travelling()) is not None:
+            return float(hatch.time.time())
+        return time_builtin()
+
+    def real_time_ns() -> int:
+        if "time_machine" in _modules and (hatch := travelling()) is not None:
+            return int(hatch.time.time_ns())
+        return time_ns_builtin()
+
+    def real_now(tz: _dt.tzinfo | None = None) -> _dt.datetime:
+        if "time_machine" in _modules and (hatch := travelling()) is not None:
+            now: _dt.datetime = hatch.datetime.datetime.now(tz)
+            return now
+        return now_builtin(tz)
+
+    return real_time, real_time_ns, real_now
 
 
-# Held in a tuple, not as module attributes: freezegun's freeze_time() replaces every module
-# attribute that *is* a real time function or datetime class (unless the module is on its
-# ignore list, which a user's own freeze_time does not extend), and RealClock must stay real.
-REAL: Final = _Originals(
-    datetime=_real_class(_dt.datetime, "datetime"),
-    date=_real_class(_dt.date, "date"),
-    time=_real_time_function("time"),
-    time_ns=_real_time_function("time_ns"),
-    monotonic=_real_time_function("monotonic"),
-    monotonic_ns=_real_time_function("monotonic_ns"),
-    sleep=_time.sleep,
-)
+class _Real:
+    """The real time functions and classes.
+
+    Held as attributes of an object, not of this module: freezegun's ``freeze_time()``
+    replaces every module attribute that *is* a real time function or datetime class
+    (unless the module is on its ignore list, which a user's own ``freeze_time`` does
+    not extend).
+    """
+
+    __slots__ = (
+        "date",
+        "datetime",
+        "monotonic",
+        "monotonic_ns",
+        "now",
+        "perf_counter",
+        "perf_counter_ns",
+        "sleep",
+        "time",
+        "time_ns",
+    )
+
+    def __init__(self) -> None:
+        #: The real classes, for ``isinstance`` and for building real values.
+        self.datetime: type[_dt.datetime] = _real_class(_dt.datetime, "datetime")
+        self.date: type[_dt.date] = _real_class(_dt.date, "date")
+        #: Wall clock: ``time.time()``, ``time.time_ns()``, ``datetime.now(tz)``.
+        self.time: Callable[[], float]
+        self.time_ns: Callable[[], int]
+        self.now: Callable[[_dt.tzinfo | None], _dt.datetime]
+        self.time, self.time_ns, self.now = _wall_clock(self.datetime)
+        #: Counters and sleep (time-machine leaves them alone; freezegun patches the names).
+        self.monotonic: Callable[[], float] = _real_time_function("monotonic")
+        self.monotonic_ns: Callable[[], int] = _real_time_function("monotonic_ns")
+        self.perf_counter: Callable[[], float] = _real_time_function("perf_counter")
+        self.perf_counter_ns: Callable[[], int] = _real_time_function("perf_counter_ns")
+        self.sleep: Callable[[float], None] = _time.sleep
+
+
+REAL: Final = _Real()
 EPOCH_NAIVE: Final = REAL.datetime(1970, 1, 1)
 EPOCH_UTC: Final = REAL.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # The last instant a datetime can hold; a virtual wall time past it could not be read.
 MAX_WALL_NS: Final = (REAL.datetime.max - EPOCH_NAIVE) // _dt.timedelta(microseconds=1) * 1000
 
 
-@runtime_checkable
-class Clock(Protocol):
-    """What sessiontape needs from a clock; inject one to make code replayable unpatched."""
-
-    def now(self) -> _dt.datetime:
-        """Current wall-clock time as a timezone-aware UTC datetime."""
-
-    def time(self) -> float:
-        """Wall-clock seconds since the epoch, like :func:`time.time`."""
-
-    def time_ns(self) -> int:
-        """Wall-clock nanoseconds since the epoch, like :func:`time.time_ns`."""
-
-    def monotonic(self) -> float:
-        """Monotonic seconds, like :func:`time.monotonic`."""
-
-    def monotonic_ns(self) -> int:
-        """Monotonic nanoseconds, like :func:`time.monotonic_ns`."""
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, like :func:`time.sleep`."""
-
-
 class RealClock:
     """The machine's clock, used while recording.
 
-    It calls the functions ``time`` held when this module was imported, so freezegun or an
-    installed :class:`FakeClock` never changes what it reads.
+    It reads :data:`REAL`, so freezegun, time-machine or an installed :class:`FakeClock`
+    never changes what it reads.
     """
 
     __slots__ = ()
 
     def now(self) -> _dt.datetime:
         """Current wall-clock time as a timezone-aware UTC datetime."""
-        return REAL.datetime.now(_dt.timezone.utc)
+        return REAL.now(_dt.timezone.utc)
 
     def time(self) -> float:
         """Wall-clock seconds since the epoch."""

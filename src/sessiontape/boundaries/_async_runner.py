@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._context import parent_var
+from .._time import REAL
 from ._process import IN_PROCESS_CALL, ProcessReplay, env_delta, record_outcome
 from ._protocols import RecordSide
 from ._runner import ProcessResult, check_argv
@@ -65,7 +65,7 @@ class AsyncSubprocessRunner:
     ) -> ProcessResult:
         """Run ``argv`` to completion, capturing stdout and stderr."""
         check_argv(argv, "runner.run")
-        started = time.perf_counter_ns()
+        started = REAL.perf_counter_ns()
         proc = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
@@ -84,8 +84,8 @@ class AsyncSubprocessRunner:
         code = proc.returncode if proc.returncode is not None else 0
         if text:
             return ProcessResult(argv, code, out.decode(), err.decode(),
-                                 time.perf_counter_ns() - started)  # fmt: skip
-        return ProcessResult(argv, code, out, err, time.perf_counter_ns() - started)
+                                 REAL.perf_counter_ns() - started)  # fmt: skip
+        return ProcessResult(argv, code, out, err, REAL.perf_counter_ns() - started)
 
 
 class AsyncRecordingRunner:

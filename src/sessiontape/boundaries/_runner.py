@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Protocol, runtime_checkable
 
 from .._errors import UsageError
+from .._time import REAL
 
 __all__ = [
     "ProcessResult",
@@ -176,7 +176,7 @@ class _PopenStream(ProcessStream):
         text: bool,
     ) -> None:
         super().__init__(argv, text=text)
-        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._deadline = None if timeout is None else REAL.monotonic() + timeout
         self._timeout = timeout
         self._proc: subprocess.Popen[Any] = subprocess.Popen(
             self.argv,
@@ -211,7 +211,7 @@ class _PopenStream(ProcessStream):
     def _finish(self) -> None:
         remaining = None
         if self._deadline is not None:
-            remaining = max(0.0, self._deadline - time.monotonic())
+            remaining = max(0.0, self._deadline - REAL.monotonic())
         try:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
@@ -245,7 +245,7 @@ class SubprocessRunner:
     ) -> ProcessResult:
         """Run ``argv`` to completion, capturing stdout and stderr."""
         check_argv(argv, "runner.run")
-        started = time.perf_counter_ns()
+        started = REAL.perf_counter_ns()
         done = subprocess.run(
             list(argv),
             cwd=cwd,
@@ -261,7 +261,7 @@ class SubprocessRunner:
             done.returncode,
             done.stdout,
             done.stderr,
-            time.perf_counter_ns() - started,
+            REAL.perf_counter_ns() - started,
         )
 
     def stream(

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import datetime as _dt
 import errno
 import os
 import threading
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import RecordingWarning
+from .._time import REAL
 from ._entries import Entry
 
 __all__ = [
@@ -58,7 +57,7 @@ _DRAIN_ROUNDS: Final = 64
 # Module globals rather than attributes: tests inject faults by replacing them.
 _open: Final = os.open
 _write: Final = os.write
-_mono_ns: Final = time.monotonic_ns
+_mono_ns: Final = REAL.monotonic_ns
 
 
 def encode_entry(entry: Entry) -> bytes:
@@ -112,7 +111,7 @@ def write_private_file(path: str | os.PathLike[str], data: bytes) -> None:
 
 def beside(path: Path, what: str) -> Path:
     """A free name beside ``path``: ``NAME.<what>.<timestamp>`` (``.1``, ``.2``... if taken)."""
-    stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    stamp = REAL.now(None).strftime("%Y%m%dT%H%M%S")
     target = path.with_name(f"{path.name}.{what}.{stamp}")
     n = 1
     while os.path.lexists(target):

@@ -19,7 +19,6 @@ import itertools
 import operator
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Final, final
 
 import msgspec
 
+from .._time import REAL
 from ..cassette import Recording, SessionStart, is_cassette, load
 from ._common import KINDS, CommandError, plural
 from ._receipt import Receipt, ReceiptReport, marks
@@ -342,11 +342,11 @@ class Catalog:
             if cassette.loaded is None:
                 if cassette.size >= _ANNOUNCED:
                     self._log(f"loading {name} ({cassette.size / 1e6:.1f} MB)...")
-                started = time.perf_counter()
+                started = REAL.perf_counter()
                 recording = load(cassette.path)
                 receipt = None if self.receipt is None else self.receipt.path
                 cassette.loaded = Loaded(name, recording, cassette.reports, receipt)
-                took = time.perf_counter() - started
+                took = REAL.perf_counter() - started
                 self._log(
                     f"loaded {name}: {plural(len(recording), 'entry', 'entries')} in {took:.2f} s"
                 )

@@ -27,6 +27,7 @@ from ..cassette import (
     SeqGaps,
     StoreMutation,
     encode_entry,
+    is_cassette,
     load,
 )
 from ..report import describe
@@ -94,9 +95,17 @@ class CommandError(SessiontapeError):
     """
 
 
-def read_recording(path: str) -> Recording:
-    """Load the cassette at ``path``, or raise a one-line :class:`CommandError` that says
-    what is wrong with the path and what to do (a :class:`CassetteError` for a bad line)."""
+def read_recording(path: str, loader: Callable[[str], Recording] = load) -> Recording:
+    """Load the cassette at ``path`` with ``loader``, or raise a one-line
+    :class:`CommandError` that says what is wrong with the path and what to do (a
+    :class:`CassetteError` for a bad line).
+
+    Every command reads its cassettes through here, so each says the same about the same
+    file. A file whose first line is a ``session_start`` entry is a cassette, damaged or
+    not: the loader names its bad line (``x.jsonl:11: not valid JSON``), or keeps the
+    prefix of a torn tail (a crash can leave NUL bytes after the last write). Only a file
+    that is not a cassette and holds NUL bytes is called binary.
+    """
     target = Path(path)
     if target.is_dir():
         raise CommandError(
@@ -117,12 +126,12 @@ def read_recording(path: str) -> Recording:
         raise CommandError(
             f"{path}: cannot read it ({exc.strerror or exc}); check the path and the disk."
         ) from None
-    if b"\0" in head:
+    if b"\0" in head and not is_cassette(path):
         raise CommandError(
             f"{path}: a binary file, not a sessiontape cassette (a text file of JSON lines "
             "whose first line is a session_start entry); check the path."
         )
-    return load(path)
+    return loader(path)
 
 
 def print_json(data: Any, *, default: Callable[[Any], Any] | None = None) -> None:

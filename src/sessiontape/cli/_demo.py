@@ -12,10 +12,10 @@ import argparse
 import json
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from .._time import REAL
 from ..cassette import ProcessCall, load
 from ..report import describe, format_ms
 from ._common import write_atomic
@@ -89,13 +89,13 @@ def run_demo(args: argparse.Namespace) -> int:
     try:
         print(f"1. Recording a live '{args.scenario}' session of the gardener orchestrator")
         print(f"   ({args.workers} workers, SQLite backlog, real git, scripted agent) ...")
-        started = time.perf_counter()
+        started = REAL.perf_counter()
         crashed: BaseException | None = None
         try:
             summary = record_scenario(tape, work / "live", args.scenario, args.workers)
         except Exception as exc:  # the crash scenario: the crash is on the tape
             crashed = exc
-        recorded_s = time.perf_counter() - started
+        recorded_s = REAL.perf_counter() - started
         recording = load(tape)
         if crashed is None:
             print(f"   done: {len(summary.completed)} tasks completed, {len(summary.failed)} "
@@ -117,9 +117,9 @@ def run_demo(args: argparse.Namespace) -> int:
                   " linked by parent, and not expected on replay")  # fmt: skip
 
         print("\n2. Replaying it against today's code (fake runner, replay agent, fake clock)")
-        started = time.perf_counter()
+        started = REAL.perf_counter()
         report = replay_scenario(tape, work / "replay")
-        replay_s = time.perf_counter() - started
+        replay_s = REAL.perf_counter() - started
         print(f"   recorded in {recorded_s:.2f} s, replayed in {replay_s:.2f} s "
               f"({recorded_s / max(replay_s, 1e-9):.0f}x faster; the tape covers "
               f"{format_ms(report.recorded_duration_ns)} of recorded time)")  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Final, final
 import msgspec
 
 from ..cassette import Entry, Recording, load_for_view
-from ._common import CommandError, Progress, plural, write_atomic
+from ._common import CommandError, Progress, plural, read_recording, write_atomic
 from ._receipt import ReceiptReport, add_receipt_argument, marks, read_receipt
 from ._viewdata import Facts, build_rows, cassette_data, pack_all
 from ._viewer import page
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         )
     # Loaded to be shown: outputs, results, arguments, environments and stdin stay their
     # JSON, which the page embeds as it is (or clipped), never decoded and encoded again.
-    recording = load_for_view(args.path)
+    recording = read_recording(args.path, load_for_view)
     reports = None
     if args.receipt:
         reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)

@@ -36,11 +36,10 @@ from ..cassette import (
     SessionStart,
     Sidecar,
     line_numbers,
-    load,
 )
 from ..report import FieldDiff, diff_values_counted
 from ..scrub import PathRoots, Scrubber, scrub_fields
-from ._common import CommandError, Progress, load_each, plural, write_entries
+from ._common import CommandError, Progress, load_each, plural, read_recording, write_entries
 
 __all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry", "secret_kinds"]
 
@@ -258,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
             "PATH, or use --check to look at several."
         )
     args.path = args.paths[0]
-    recording = load(args.path)
+    recording = read_recording(args.path)
     roots = PathRoots(dict(args.roots)) if args.roots else None
     scrubber = Scrubber(roots, extra=_hooks.scrub_functions())
     header_roots = _header_roots(recording.header, roots) if roots is not None else None

@@ -20,14 +20,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
-import msgspec
 import pluggy
 import pytest
 
-from ..report import ReplayReport
 from ._options import shown_path
+
+if TYPE_CHECKING:
+    from ..report import ReplayReport
 
 __all__ = ["fail_replay", "failure_text", "hide_own_frames"]
 
@@ -60,6 +61,8 @@ def failure_text(
     that records the cassette afresh, for a test that has one. The cassette is named as
     the user would type it, relative to where pytest was started.
     """
+    import msgspec  # loaded already: a report exists
+
     report = msgspec.structs.replace(report, cassette=shown_path(Path(report.cassette), config))
     if config.get_verbosity() > 0:
         text = report.render(max_mismatches=_ALL, max_diffs=_ALL)

@@ -4,27 +4,25 @@ first time and replayed afterwards.
 A replay is finished as soon as the test function returns, in the test's call phase
 (:func:`pytest_runtest_call`), so that a divergence fails the test itself, with the report
 as its message, rather than surfacing as an error in teardown.
+
+The two hooks run for every test of every run: for a test without a tape they read one
+stash key and return. The engines are imported by the fixture, when a test uses it.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
 import os
 import re
 import shlex
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 import pytest
 
 from .._api import record, replay
 from .._errors import CassetteError, SessiontapeError
-from ..replayer import Noise
-from ..report import ReplayMismatch
-from ..tape import ReplayTape, Tape
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import (
     MARKER,
@@ -37,6 +35,10 @@ from ._options import (
     shown_path,
 )
 from ._run import attach_report
+
+if TYPE_CHECKING:
+    from ..replayer import Noise
+    from ..tape import Tape
 
 __all__ = ["pytest_runtest_call", "pytest_runtest_makereport", "tape"]
 
@@ -70,7 +72,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """
     result = yield
     active = item.stash.get(_ACTIVE, None)
-    if active is not None and isinstance(active.tape, ReplayTape):
+    if active is None:
+        return result
+    from ..report import ReplayMismatch
+    from ..tape import ReplayTape
+
+    if isinstance(active.tape, ReplayTape):
         player = active.tape
         try:
             report = player.finish()
@@ -99,6 +106,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     if call.when == "teardown":
         return
+    from ..report import ReplayMismatch
+    from ..tape import ReplayTape
+
     hide_own_frames(excinfo, item.config)
     active.failed = True
     player = active.tape
@@ -117,19 +127,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             item.add_report_section("call", "sessiontape", text)
 
 
-@dataclasses.dataclass(frozen=True)
-class _MarkerOptions:
+class _MarkerOptions(NamedTuple):  # not a dataclass: see plugin/_options.py
     """The ``sessiontape`` marker's keyword arguments, checked."""
 
-    cassette: str | None = None
-    mode: RecordMode | None = None
-    strict: bool | None = None
-    noise: Noise = dataclasses.field(default_factory=Noise)
-    roots: Mapping[str, str] | None = None
+    cassette: str | None
+    mode: RecordMode | None
+    strict: bool | None
+    noise: Noise
+    roots: Mapping[str, str] | None
 
 
 def _marker_options(item: pytest.Item) -> _MarkerOptions:
     """Merge the item's ``sessiontape`` markers (the closest wins per keyword)."""
+    from ..replayer import Noise
+
     kwargs: dict[str, Any] = {}
     for mark in reversed(list(item.iter_markers(MARKER))):
         if mark.args:
@@ -185,6 +196,8 @@ def _safe_stem(name: str) -> str:
     if safe == name and len(safe) <= _MAX_STEM:
         return safe
     # Two ids can clean up to the same name ([a/b] and [a_b]): a digest keeps them apart.
+    import hashlib
+
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{safe[:_MAX_STEM]}-{digest}"
 
@@ -274,6 +287,8 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
             # right: drop it, so that run records afresh.
             path.unlink(missing_ok=True)
         return
+
+    from ..replayer import Noise
 
     try:
         player = replay(

@@ -3,6 +3,9 @@
 Each cassette becomes one :class:`CassetteItem`, replayed through the project's
 ``sessiontape_replay`` hook; a divergence fails the item with the rendered report, as
 a ``tape`` fixture test fails (see ``_failure``).
+
+``pytest_collect_file`` sees every file of every run: it looks at a ``.jsonl`` file's
+first line, and imports the cassette format and the replay engine only for a cassette.
 """
 
 from __future__ import annotations
@@ -12,20 +15,21 @@ import shlex
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pytest
 
 from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
-from ..cassette import SessionStart, is_cassette, load_for_replay
-from ..replayer import lingering, prepare
-from ..report import ReplayMismatch, ReplayReport
-from ..tape import ReplayTape
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import fixture_nodeid, read_header, run_settings, shown_path
 from ._run import attach_report
+
+if TYPE_CHECKING:
+    from ..cassette import SessionStart
+    from ..report import ReplayReport
+    from ..tape import ReplayTape
 
 __all__ = [
     "CassetteFile",
@@ -41,6 +45,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFi
     # when a tape fixture recorded it (the item then says which test replays it).
     if file_path.suffix != ".jsonl" and not parent.session.isinitpath(file_path):
         return None
+    from ..cassette import is_cassette
+
     if not is_cassette(file_path):
         return None
     header = read_header(file_path)
@@ -71,6 +77,8 @@ def _linger(config: pytest.Config) -> None:
     """Keep virtual time's process patch applied until the run of cassette items ends:
     each replay then only points it at its own clock."""
     if _LINGER not in config.stash:
+        from ..replayer import lingering
+
         stack = ExitStack()
         stack.enter_context(lingering())
         config.stash[_LINGER] = stack
@@ -94,6 +102,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         isinstance(item, CassetteItem) for item in session.items
     ):
         return
+    from ..replayer import prepare
+
     _hooks.get_plugin_manager()
     prepare()
 
@@ -112,6 +122,9 @@ class CassetteItem(pytest.Item):
     header: SessionStart | None = None
 
     def runtest(self) -> None:
+        from ..cassette import load_for_replay
+        from ..report import ReplayMismatch
+
         settings = run_settings(self.config)
         _linger(self.config)
         player: ReplayTape | None = None

@@ -1,24 +1,27 @@
 """The plugin's options: one group, ``--record-session``, ``--replay`` and
 ``--sessiontape-*``, each value checked by argparse, with its ini twin; and the settings
-they resolve to."""
+they resolve to.
+
+Imported by every pytest run that has sessiontape installed: the cassette format and the
+replay engine are imported only when an option that needs them is given.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import enum
 import os
 import re
 import shlex
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
 
-import msgspec
 import pytest
 
 from .._errors import SessiontapeError
-from ..cassette import SessionStart, is_cassette
-from ..replayer import Noise
+
+if TYPE_CHECKING:
+    from ..cassette import SessionStart
 
 __all__ = [
     "MARKER",
@@ -108,6 +111,8 @@ def _replay_path(value: str) -> str:
         return value
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{value!r}: no such cassette file or folder.")
+    from ..cassette import is_cassette
+
     if not is_cassette(path):
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a sessiontape cassette (its first line is not a "
@@ -194,8 +199,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # -- settings -------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
+# NamedTuples, not frozen dataclasses: a dataclass compiles its methods when the module is
+# imported, which every pytest run does (about 0.3 ms each).
+class Settings(NamedTuple):
     """The resolved options of one pytest run (command line over ini over defaults)."""
 
     mode: RecordMode
@@ -227,10 +233,13 @@ class Settings:
         if strict is None:
             strict = bool(config.getini("sessiontape_strict"))
         noise = tuple(str(m) for m in config.getini("sessiontape_noise"))
-        try:
-            Noise(noise)
-        except SessiontapeError as exc:
-            raise pytest.UsageError(f"sessiontape_noise: {exc}") from None
+        if noise:
+            from ..replayer import Noise
+
+            try:
+                Noise(noise)
+            except SessiontapeError as exc:
+                raise pytest.UsageError(f"sessiontape_noise: {exc}") from None
         report: str | None = config.getoption("sessiontape_report")
         return cls(
             mode=mode,
@@ -265,6 +274,10 @@ def shown_path(path: Path, config: pytest.Config) -> str:
 
 def read_header(path: Path) -> SessionStart | None:
     """The cassette's first line, or ``None`` when it is not a readable header."""
+    import msgspec
+
+    from ..cassette import SessionStart
+
     try:
         with path.open("rb") as fh:
             first = fh.readline(1 << 20)

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
 import pytest
 
 from .. import _hooks
-from ..cassette import is_cassette, write_private_file
-from ..report import ReplayReport
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
@@ -28,6 +26,9 @@ from ._options import (
     run_settings,
     shown_path,
 )
+
+if TYPE_CHECKING:
+    from ..report import ReplayReport
 
 __all__ = ["attach_report", "pytest_configure", "pytest_report_header"]
 
@@ -65,6 +66,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     for value in settings.replay:
         path = Path(value)
         if path.is_dir():
+            from ..cassette import is_cassette
+
             count = sum(
                 1 for p in path.rglob("*.jsonl") if is_cassette(p) and not recorded_by_fixture(p)
             )
@@ -103,6 +106,10 @@ class _RunPlugin:
     def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
         # pytest calls this for every plugin and conftest, the earlier ones included (the
         # hook is historic), so the project's `sessiontape_*` functions reach our manager.
+        # Most plugins have none: they do not create the manager (which loads the
+        # `sessiontape` entry points), so a run that never uses a tape does not pay for it.
+        if not _hooks.implements_hooks(plugin):
+            return
         pm = _hooks.get_plugin_manager()
         if pm.is_registered(plugin):
             return
@@ -146,6 +153,8 @@ class _RunPlugin:
         if target is None or hasattr(self.config, "workerinput"):
             return
         reports = sorted(self.reports, key=lambda r: str(r.get("nodeid", "")))
+        from ..cassette import write_private_file
+
         target.parent.mkdir(parents=True, exist_ok=True)
         # Recorded production data: 0600 like every file sessiontape writes, and whole
         # (a temporary file renamed over the old receipt) for the tools that read it back.

@@ -24,7 +24,6 @@ import platform
 import socket
 import sys
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import Any, Final
 
 from .._context import parent_var, worker_var
 from .._errors import RecordingWarning, UsageError
+from .._time import REAL
 from .._version import __version__
 from ..cassette import (
     DEFAULT_MAX_INLINE_BYTES,
@@ -85,9 +85,10 @@ def _platform_string() -> str:
 
 
 # Module globals rather than attributes: the hot path reads them once per call, and tests
-# pin the recorder's time by replacing them.
-_time_ns: Final = time.time_ns
-_mono_ns: Final = time.monotonic_ns
+# pin the recorder's time by replacing them. Real time, from ``_time``: this module may be
+# imported first while a user's freeze_time or time_machine.travel is active.
+_time_ns: Final = REAL.time_ns
+_mono_ns: Final = REAL.monotonic_ns
 _current_thread: Final = threading.current_thread
 
 
@@ -129,7 +130,7 @@ class Recorder:
         self._seq = itertools.count(target.first_seq)
         self._writer = CassetteWriter(self.path, fd=target.fd, disabled=target.failure)
         header: dict[str, Any] = {
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "recorded_at": REAL.now(_dt.timezone.utc).isoformat(),
             "sessiontape_version": __version__,
             "app_version": app_version,
             "entrypoint": entrypoint if entrypoint is not None else default_entrypoint(),

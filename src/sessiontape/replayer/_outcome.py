@@ -8,13 +8,13 @@ and the order does not depend on how threads interleaved.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final
 
 from .._context import worker_var
 from .._errors import UnrecordedCallError
+from .._time import REAL
 from ..cassette import CallEntry, Error, Recording, request_of
 from ..report import (
     Candidate,
@@ -33,9 +33,9 @@ from ._index import QueueKey
 
 __all__ = ["Outcome"]
 
-_perf_ns: Final = time.perf_counter_ns
 #: At most this many warnings are kept (a program forking in a loop would fill memory).
 _MAX_WARNINGS: Final = 1000
+_perf_ns: Final = REAL.perf_counter_ns
 #: The pseudo-boundary of whole-session checks (outcome, crash).
 _SESSION: Final = "session"
 

@@ -132,8 +132,8 @@ def _fake_monotonic_ns() -> int:
     return clock.monotonic_ns()
 
 
-_REAL_PERF_COUNTER: Final = _time.perf_counter
-_REAL_PERF_COUNTER_NS: Final = _time.perf_counter_ns
+_REAL_PERF_COUNTER: Final = REAL.perf_counter
+_REAL_PERF_COUNTER_NS: Final = REAL.perf_counter_ns
 
 
 def _fake_perf_counter() -> float:

@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..cassette import BoundaryKind
-
+# Imported by ``sessiontape.record(None)`` (the disabled tape) and so by every application
+# that wires its boundaries: nothing here may load typing, the cassette format or an
+# engine at run time.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from .._time import Clock
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
+    from types import TracebackType
+    from typing import Any, Literal, TypeVar
+
+    from .._clock import Clock
     from ..boundaries import AsyncProcessRunner, ProcessRunner
+    from ..cassette import BoundaryKind
     from ..report import ReplayReport
 
-__all__ = ["Mode", "Tape"]
+    T = TypeVar("T")
 
-T = TypeVar("T")
-S = TypeVar("S")
+__all__ = ["Mode", "Tape"]
 
 
 class Mode(str, enum.Enum):
@@ -100,7 +103,7 @@ class Tape(abc.ABC):
         obj: Any = None,
         *,
         methods: Sequence[str],
-        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
+        kind: BoundaryKind | Literal["substitute", "verify"] = "substitute",
         result_type: Any = None,
     ) -> Any:
         """A user-defined boundary named ``name`` over ``obj``'s ``methods``."""

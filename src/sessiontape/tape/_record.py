@@ -1,21 +1,18 @@
-"""The recording tape, and the tape of a session that is not recorded.
-
-:class:`RecordTape` wires each boundary's record side to a
-:class:`~sessiontape.recorder.Recorder`; :class:`DisabledTape` hands every object back as it
-is, so an application wired through a tape pays nothing when recording is off.
-"""
+"""The recording tape: :class:`RecordTape` wires each boundary's record side to a
+:class:`~sessiontape.recorder.Recorder`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from .._clock import Clock
 from .._context import derived_workers
 from .._errors import UsageError
-from .._time import Clock, RealClock
+from .._time import RealClock
 from ..boundaries import (
     AsyncProcessRunner,
     AsyncRecordingRunner,
@@ -35,7 +32,7 @@ from ..recorder import Recorder
 from ..scrub import PathRoots, Scrubber
 from ._base import Mode, Tape
 
-__all__ = ["DisabledTape", "RecordTape"]
+__all__ = ["RecordTape"]
 
 
 class RecordTape(Tape):
@@ -186,73 +183,3 @@ class RecordTape(Tape):
             self._recorder.close(exc, tb)
         finally:
             self._threads.close()
-
-
-class DisabledTape(Tape):
-    """The tape when recording is off: every wrapper returns what it was given.
-
-    This is the no-op fast path: with recording disabled there is nothing between the
-    application and its runner, agent or store.
-    """
-
-    mode = Mode.DISABLED
-
-    def __init__(self) -> None:
-        self._clock = RealClock()
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
-        return inner if inner is not None else SubprocessRunner()
-
-    def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
-        return inner if inner is not None else AsyncSubprocessRunner()
-
-    def agent(
-        self,
-        adapter: Any = None,
-        *,
-        method: str | Sequence[str] = "execute",
-        result_type: Any = None,
-        name: str = "agent",
-        asynchronous: bool | None = None,
-    ) -> Any:
-        return adapter
-
-    def store(
-        self,
-        store: Any = None,
-        *,
-        mutations: Sequence[str],
-        snapshot: Callable[..., Any] | None = None,
-        factory: Callable[[Any], Any] | None = None,
-        name: str = "store",
-    ) -> Any:
-        return store
-
-    def boundary(
-        self,
-        name: str,
-        obj: Any = None,
-        *,
-        methods: Sequence[str],
-        kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
-        result_type: Any = None,
-    ) -> Any:
-        return obj
-
-    def patch_subprocess(self) -> AbstractContextManager[None]:
-        return nullcontext()
-
-    def finish(self, outcome: Any = None) -> None:
-        return None
-
-    def close(
-        self,
-        exc_type: type[BaseException] | None = None,
-        exc: BaseException | None = None,
-        tb: TracebackType | None = None,
-    ) -> None:
-        return None

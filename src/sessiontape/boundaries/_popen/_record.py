@@ -17,10 +17,10 @@ import os
 import select
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any, Final
 
+from ..._time import REAL
 from ...cassette import Chunk, Level
 from ...recorder import Opened
 from ...scrub import error_info
@@ -113,7 +113,7 @@ class _Tracked:
             if self.ended_ns is not None:
                 return
             self.returncode = code
-            self.ended_ns = time.monotonic_ns()
+            self.ended_ns = REAL.monotonic_ns()
             ready = self.open_relays == 0
         if ready:
             self.write()
@@ -296,11 +296,11 @@ class _Recording:
         """
         with self._lock:
             live, self.live = self.live, set()
-        deadline = time.monotonic() + _DRAIN_SECONDS
+        deadline = REAL.monotonic() + _DRAIN_SECONDS
         for tracked in sorted(live, key=lambda t: t.opened[0]):
             if tracked.ended_ns is not None:
                 for thread in tracked.output_relays:
-                    thread.join(max(0.0, deadline - time.monotonic()))
+                    thread.join(max(0.0, deadline - REAL.monotonic()))
             tracked.write(unfinished=tracked.ended_ns is None)
 
 

@@ -1,0 +1,253 @@
+"""Start-up: free when unused, and real time whenever sessiontape is first imported.
+
+What is loaded is checked in fresh interpreters (``sys.modules``), never timed: the figures
+are the benchmark's (``bench/run.py --only startup``). A heavy module loaded by the
+plugin's entry point, by a pytest run that never uses a tape, or by
+``sessiontape.record(None)`` fails these tests; so does a tape recorded by a sessiontape
+first imported under freezegun's ``freeze_time`` or time-machine's ``travel`` that
+carries the frozen time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import sessiontape
+
+#: Modules that only a tape, an option or the fixture may load.
+HEAVY = (
+    "msgspec",
+    "asyncio",
+    "freezegun",
+    "sessiontape.cassette",
+    "sessiontape.recorder",
+    "sessiontape.replayer",
+    "sessiontape.scrub",
+    "sessiontape.report",
+    "sessiontape.boundaries",
+)
+
+
+def _python(code: str, *, env: dict[str, str] | None = None) -> str:
+    """Run ``code`` in a fresh interpreter; its stdout (it must succeed)."""
+    environ = {k: v for k, v in os.environ.items() if k != sessiontape.ENV_VAR}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**environ, **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _loaded_by(setup: str, code: str) -> list[str]:
+    """The heavy modules that ``code`` loads in an interpreter where ``setup`` ran."""
+    out = _python(
+        f"""
+        import json, sys
+        {setup}
+        before = set(sys.modules)
+        {code}
+        print(json.dumps(sorted(set(sys.modules) - before)))
+        """
+    )
+    return [m for m in json.loads(out) if _heavy(m)]
+
+
+def _heavy(module: str) -> bool:
+    return any(module == h or module.startswith(h + ".") for h in HEAVY)
+
+
+def test_the_plugin_entry_point_imports_nothing_heavy() -> None:
+    assert _loaded_by("import pytest", "import sessiontape.plugin") == []
+
+
+@pytest.mark.parametrize("entry", ["import sessiontape", "import pytest, sessiontape.plugin"])
+def test_real_time_is_captured_before_anything_else_of_sessiontape(entry: str) -> None:
+    out = _python(
+        f"""
+        import json, sys
+        {entry}
+        print(json.dumps([m for m in sys.modules if m.startswith("sessiontape")]))
+        """
+    )
+    # sys.modules keeps the order modules were loaded in (a package moves to the end once
+    # it is done): _time comes before any other module of sessiontape.
+    loaded = [m for m in json.loads(out) if m != "sessiontape"]
+    assert loaded[0] == "sessiontape._time", loaded
+
+
+def test_record_none_imports_nothing_heavy() -> None:
+    loaded = _loaded_by(
+        "",
+        "import sessiontape; tape = sessiontape.record(None); "
+        "assert tape.mode is sessiontape.Mode.DISABLED; "
+        "assert tape.agent(print) is print; tape.finish()",
+    )
+    assert loaded == []
+
+
+def test_the_guard_sees_a_heavy_import() -> None:
+    # The check above can fail: reading a name that lives in the engines loads them.
+    assert "sessiontape.replayer" in _loaded_by("import sessiontape", "sessiontape.FakeClock")
+    assert "msgspec" in _loaded_by("import sessiontape", "sessiontape.load")
+
+
+def test_every_public_name_is_served_and_listed() -> None:
+    out = _python(
+        """
+        import sessiontape
+        names = sorted(sessiontape.__all__)
+        assert set(names) <= set(dir(sessiontape))
+        values = {n: getattr(sessiontape, n) for n in names}
+        from sessiontape.cassette import load
+        from sessiontape.tape import ReplayTape
+        assert values["load"] is load and values["ReplayTape"] is ReplayTape
+        print(len(names))
+        """
+    )
+    assert int(out) == len(sessiontape.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        sessiontape.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_star_import_gives_every_public_name() -> None:
+    namespace: dict[str, object] = {}
+    exec("from sessiontape import *", namespace)
+    assert set(sessiontape.__all__) <= set(namespace)
+
+
+# -- a pytest run that never uses a tape -------------------------------------------------
+
+_REPORT_MODULES = """
+import json, os, sys
+
+def pytest_unconfigure(config):
+    with open(os.environ["MODULES_OUT"], "w") as fh:
+        json.dump(sorted(sys.modules), fh)
+"""
+
+
+def _modules_of_a_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, test: str, *args: str
+) -> set[str]:
+    """The modules loaded by a whole ``pytest`` run of ``test`` with only sessiontape's
+    plugin (the project's conftest reports them when pytest unconfigures)."""
+    pytester.makeconftest(_REPORT_MODULES)
+    pytester.makepyfile(test_one=test)
+    # Files pytest looks at and passes by: only a ``.jsonl`` file is read as a cassette.
+    pytester.makefile(".json", notes='{"kind": "session_start"}\n')
+    pytester.makefile(".txt", readme="hello\n")
+    out = pytester.path / "modules.json"
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("MODULES_OUT", str(out))
+    result = pytester.runpytest_subprocess(
+        "-p", "sessiontape.plugin", "-p", "no:cacheprovider", *args
+    )
+    result.assert_outcomes(passed=1)
+    assert "sessiontape: mode=" in result.stdout.str()  # the plugin was there
+    return set(json.loads(out.read_text()))
+
+
+def test_a_run_that_uses_no_tape_loads_nothing_heavy(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = _modules_of_a_run(pytester, monkeypatch, "def test_one():\n    assert 1 + 1 == 2\n")
+    assert sorted(m for m in modules if _heavy(m)) == []
+
+
+def test_a_run_that_uses_the_fixture_loads_the_engines(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The positive control: the check above sees what the fixture loads.
+    modules = _modules_of_a_run(
+        pytester,
+        monkeypatch,
+        "def test_one(tape):\n    assert tape.process_runner(None) is not None\n",
+        "--record-session",
+    )
+    assert {"msgspec", "sessiontape.recorder", "sessiontape.scrub"} <= modules
+
+
+# -- real time, whoever froze it ----------------------------------------------------------
+
+_RECORD_UNDER = """
+import json, subprocess, sys
+{start}
+import sessiontape
+
+path = sys.argv[1]
+for _ in range(2):  # the second recording moves the first aside, with a timestamp
+    with sessiontape.record(path) as tape:
+        runner = tape.process_runner()
+        runner.run([sys.executable, "-c", "pass"])
+        tape.clock.sleep(0.01)
+        moved = tape.moved_to
+import datetime, time
+print(json.dumps({{"moved": str(moved), "seen": time.time(), "now": str(tape.clock.now())}}))
+{stop}
+"""
+
+_UNDER = {
+    "freezegun": (
+        "import freezegun\nfrozen = freezegun.freeze_time('2001-02-03 04:05:06')\nfrozen.start()",
+        "frozen.stop()",
+    ),
+    "time-machine": (
+        "import time_machine\n"
+        "travel = time_machine.travel('2001-02-03 04:05:06Z', tick=False)\n"
+        "travel.start()",
+        "travel.stop()",
+    ),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(_UNDER))
+def test_a_tape_recorded_under_frozen_time_carries_real_time(tool: str, tmp_path: Path) -> None:
+    start, stop = _UNDER[tool]
+    script = tmp_path / "app.py"
+    script.write_text(_RECORD_UNDER.format(start=start, stop=stop))
+    cassette = tmp_path / "run.jsonl"
+    before = time.time_ns()
+    result = subprocess.run(
+        [sys.executable, str(script), str(cassette)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != sessiontape.ENV_VAR},
+    )
+    after = time.time_ns()
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    # The application's own reads were frozen: the tool was active all along.
+    assert seen["seen"] == 981173106.0
+    recording = sessiontape.load(cassette)
+    stamps = [e.ts_ns for e in recording.entries]
+    assert stamps
+    assert all(before <= ns <= after for ns in stamps), (before, stamps, after)
+    recorded_at = sessiontape.load(cassette).header.recorded_at
+    assert before // 10**9 - 1 <= _epoch(recorded_at) <= after // 10**9 + 1, recorded_at
+    # The recorder's clock and the writer's moved-aside stamp read real time too.
+    assert not seen["now"].startswith("2001"), seen["now"]
+    assert ".old." in seen["moved"]
+    assert ".old.2001" not in seen["moved"]
+    (call,) = [e for e in recording.entries if isinstance(e, sessiontape.ProcessCall)]
+    assert call.duration_ns > 0
+
+
+def _epoch(iso: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(iso).timestamp()
