@@ -13,7 +13,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple, cast
 
+from ._context import (
+    CONTEXT_MARK,
+    RANDOM_VALUE,
+    ContextWord,
+    context_tail,
+    context_words,
+    looks_random,
+    starts_a_word,
+)
 from ._names import REDACTED_MARK, is_secret_name, is_secret_option, redaction_mark
+from ._vendor import vendor_shapes
 
 __all__ = ["contains_secret", "redact"]
 
@@ -83,6 +93,8 @@ _KEY_ENDINGS: Final = (
         "okie",  # cookie
         "ture",  # signature
         "keys",
+        "onid",  # sessionid
+        "ssid",  # PHPSESSID
     ),
     ("key", "dsn", "pwd"),
 )
@@ -129,6 +141,9 @@ class _Shape(NamedTuple):
     back: int = 0  # characters before the anchor (checked by a lookbehind) that go too
     judge: _Judge | None = None  # for shapes found by a name that must be checked
     guard: str = ""  # a cheap check right after the anchor, shared with neighbours
+    # When the judge says no: go on after ``keep`` (an option's name is done with) or at
+    # the next character (a credential word's separator may be an assignment's).
+    resume_after_keep: bool = True
 
     @property
     def keep(self) -> str | None:
@@ -171,6 +186,15 @@ def _judge_assignment(match: re.Match[str]) -> str | None:
 
 def _judge_option(match: re.Match[str]) -> str | None:
     return REDACTED_MARK if is_secret_option(match.group("option_name")) else None
+
+
+def _judge_random(group: str) -> _Judge:
+    """A judge that redacts the match when its ``group`` reads as a random secret."""
+
+    def judge(match: re.Match[str]) -> str | None:
+        return CONTEXT_MARK if looks_random(match.group(group)) else None
+
+    return judge
 
 
 # Reads a key backwards from just before its separator: optional space, closing quote
@@ -391,6 +415,15 @@ _SHAPES: Final = (
         None,
         judge=_judge_option,
     ),
+    # A short option taking a password, glued or not: mysql -pSECRET, redis-cli -a SECRET.
+    # Ambiguous (-p is also a port, a parent, a path), so the value must read as random.
+    _Shape(
+        "short_option",
+        "-",
+        r"(?<![^\s\"'=]-)[pa](?P<keep>[ \t]*)(?P<short_option_value>" + RANDOM_VALUE + ")",
+        None,
+        judge=_judge_random("short_option_value"),
+    ),
     _Shape(
         "bearer",
         "B",
@@ -403,6 +436,15 @@ _SHAPES: Final = (
         ":",
         r"(?P<keep>//[^/\s:@\"']*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
         "url-password",
+        guard=_URL_GUARD,
+    ),
+    # A token as the user of a URL (https://TOKEN@host), when it reads as random.
+    _Shape(
+        "url_user",
+        ":",
+        r"(?P<keep>//)(?P<url_user_value>[^/\s:@\"'\[]{10,512})(?=@)",
+        None,
+        judge=_judge_random("url_user_value"),
         guard=_URL_GUARD,
     ),
     # HTTP headers (Authorization, Cookie): the whole value goes, an auth scheme stays
@@ -426,11 +468,48 @@ _SHAPES: Final = (
     ),
 )
 
-_SECRETS: Final = _combine(_SHAPES)
+
+def _judge_context(word: ContextWord, group: str) -> _Judge:
+    """A judge for a credential word: it starts a word and its value reads as random."""
+
+    def judge(match: re.Match[str]) -> str | None:
+        if not looks_random(match.group(group)):
+            return None
+        start = match.start() - word.before
+        return CONTEXT_MARK if starts_a_word(match.string, start, word.word) else None
+
+    return judge
+
+
+# The second line of defence (``_context``): a random value after a credential word.
+_CONTEXT_SHAPES: Final = tuple(
+    _Shape(
+        f"context_{n}",
+        word.anchor,
+        word.pattern + context_tail(f"context_{n}_value"),
+        None,
+        judge=_judge_context(word, f"context_{n}_value"),
+        resume_after_keep=False,
+    )
+    for n, word in enumerate(context_words())
+)
+
+# The vendor formats kept as data (``_ruleset``), after the shapes above: at one position
+# the first alternative that matches names the secret.
+_SHAPES_ALL: Final = (
+    *_SHAPES,
+    *_CONTEXT_SHAPES,
+    *(
+        _Shape(v.name, v.anchor, v.pattern, v.kind, back=v.back, guard=v.guard)
+        for v in vendor_shapes()
+    ),
+)
+_SECRETS: Final = _combine(_SHAPES_ALL)
 # Per group name: characters before the anchor that go too, the group kept before the
 # mark, and the mark itself or the judge that decides it per match.
-_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge]]] = {
-    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind)) for s in _SHAPES
+_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge, bool]]] = {
+    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind), s.resume_after_keep)
+    for s in _SHAPES_ALL
 }
 
 
@@ -447,12 +526,12 @@ def redact(text: str) -> str:
     out: list[str] = []
     done = 0  # text[:done] is already in out
     while found is not None:
-        back, keep, mark = _BY_NAME[cast(str, found.lastgroup)]
+        back, keep, mark, after_keep = _BY_NAME[cast(str, found.lastgroup)]
         if not isinstance(mark, str):
             judged = mark(found)
             if judged is None:
                 # Not a secret name after all; its value may still hold a token shape.
-                resume = found.end(keep) if keep is not None else found.start() + 1
+                resume = found.end(keep) if keep is not None and after_keep else found.start() + 1
                 found = _SECRETS.search(text, resume)
                 continue
             mark = judged

@@ -1,0 +1,171 @@
+"""The second line of defence: secrets of no known shape, found by their context.
+
+A token of a format no list names (the next vendor's, a random password) is still found
+when it reads as random and sits where a credential goes: after a word such as *token*,
+*key*, *secret*, *password*, *auth*, *bearer*, *cookie*, *session* or *credential*
+(``api key zqx_live_...``, ``bearer 4f9c...``), after a short option that takes a
+password (``mysql -pSECRET``, ``redis-cli -a SECRET``), or as the user part of a URL
+(``https://TOKEN@host``). This is what detect-secrets does with its keyword and entropy
+plugins: a value is judged random by its Shannon entropy over its length, hex values by
+the lower threshold their smaller alphabet allows, and words, paths, numbers, versions
+and UUIDs are never taken for secrets whatever surrounds them.
+
+:func:`redact_in_context` runs after the shapes (``_shapes.redact``), and only on texts
+that hold one of the words at all: the check for them is one search of the lowered text
+for a few letters, so that a text without any costs about a tenth of a microsecond.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Final, NamedTuple
+
+from ._names import redaction_mark
+
+__all__ = [
+    "CONTEXT_MARK",
+    "RANDOM_VALUE",
+    "ContextWord",
+    "context_tail",
+    "context_words",
+    "looks_random",
+    "starts_a_word",
+]
+
+#: What a value found by its context becomes.
+CONTEXT_MARK: Final = redaction_mark("high-entropy")
+
+# The credential words, in the lowered text, each found by its rarest letter (k, w, b,
+# c) so that the search stops at few places: key(s), token(s), cookie(s) at their k,
+# password(s), passwd, pwd at their w, bearer at its b, secret(s), credential(s) at their
+# c. A word starts a word or is glued behind a word of _GLUED (``apikey``,
+# ``secretkey``); ``monkey`` and ``keyboard`` are not credential words. (*auth* and
+# *session* are common inside other words: they are found by name, ``AUTH=...``,
+# ``sessionid=...``, see ``_shapes``.)
+_GLUED: Final = ("api", "access", "secret", "private", "auth", "session", "client", "app")
+# By anchor letter (lowered): (word, index of the anchor in it). No plurals: ``tokens``
+# and ``keys`` are counts and lists (``input_tokens``), and end the search at once.
+_WORDS: Final = (
+    ("key", 0),
+    ("token", 2),
+    ("cookie", 3),
+    ("password", 4),
+    ("passwd", 4),
+    ("pwd", 1),
+    ("bearer", 0),
+)
+# What may follow the word as more of the same name (``api_key_id``, ``tokenValue``),
+# what separates name and value (spaces, a colon or an equals sign, quotes, ``is``).
+_NAME_TAIL: Final = r"(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+){0,2}"
+# One run of spaces, quotes, colons, equals signs (``: "``, `` = '``, ``=>``, ``\\"``),
+# then perhaps ``is``: one class, so that a value that is not one is given up at once.
+_SEPARATOR: Final = r"[ \t\"'`:=>\\]{1,6}(?:[iI][sS][ \t]+)?"
+#: A value judged by its entropy: up to a space, a quote or what delimits a value in code.
+RANDOM_VALUE: Final = (
+    r"(?![-\[:=])[^\s\"'`,;<>()\[\]{}\\]{10,}"
+    # All of it (no shorter value of it) and not what redaction left (``eyJ...[REDACTED``).
+    r"(?![^\s\"'`,;<>()\[\]{}\\])(?!\[REDACTED)"
+)
+
+
+class ContextWord(NamedTuple):
+    """One spelling of a credential word as an alternative of the secrets regex."""
+
+    anchor: str  # the letter it is found at
+    pattern: str  # what follows the anchor: the rest of the word, a plural's s
+    word: str  # the word as spelled (``key``, ``Key``, ``KEY``)
+    before: int  # how many of its letters come before the anchor
+
+
+def _spellings(word: str, anchor: int) -> list[ContextWord]:
+    """The lower, Capitalized and UPPER spellings of a word, found at its anchor letter.
+
+    No letter of the same case may follow the word (``keyboard``, ``KEYS``); whether it
+    starts a word is checked by :func:`starts_a_word` once a value follows. Spellings
+    found by the same letter and the same rest (``token``, ``Token``) are one.
+    """
+    out: list[ContextWord] = []
+    for spelled in dict.fromkeys((word, word.capitalize(), word.upper())):
+        follow = "(?![A-Z])" if spelled.isupper() else "(?![a-z])"
+        pattern = re.escape(spelled[anchor + 1 :]) + f"(?<={re.escape(spelled)})" + follow
+        if all((w.anchor, w.pattern) != (spelled[anchor], pattern) for w in out):
+            out.append(ContextWord(spelled[anchor], pattern, spelled, anchor))
+    return out
+
+
+def context_words() -> list[ContextWord]:
+    """The credential words, each in each of its spellings, found at its rarest letter.
+
+    ``k`` of key, token, cookie; ``w`` of password, passwd, pwd; ``b`` of bearer: the one
+    scan of a text stops at few more places. What follows the word in the regex is
+    :func:`context_tail`; the caller judges the value with :func:`looks_random`.
+    """
+    return [w for word, anchor in _WORDS for w in _spellings(word, anchor)]
+
+
+def starts_a_word(text: str, start: int, word: str) -> bool:
+    """Whether ``word``, found at ``text[start:]``, starts a word of ``text``.
+
+    It does after anything but a letter or digit (``api_key``, ``"token"``), at a camelCase
+    hump (``apiKey``), or glued behind a word of _GLUED (``apikey``, ``APITOKEN``);
+    ``monkey`` and ``broken`` hold no credential word.
+    """
+    if start == 0:
+        return True
+    before = text[start - 1]
+    if not before.isalnum():
+        return True
+    if text[start].isupper() and before.islower():
+        return True  # a camelCase hump
+    head = text[max(0, start - 8) : start].lower()
+    return head.endswith(_GLUED)
+
+
+def context_tail(value_group: str) -> str:
+    """What follows a credential word: the rest of its name, the separator (the group
+    ``keep``) and the value (the group ``value_group``)."""
+    return _NAME_TAIL + f"(?P<keep>{_SEPARATOR})(?P<{value_group}>{RANDOM_VALUE})"
+
+
+# What a value never is, whatever its entropy: a UUID, a path, a variable or a template.
+_UUID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+_NOT_A_VALUE: Final = ("/", "./", "../", "~", "$", "%", "{", "<", "[", "-", "*", "http")
+# Values are split into parts at separators; a value all of whose parts read as words,
+# numbers or versions is a name, a path or a sentence, not a random token.
+_PARTS: Final = re.compile(r"[-_./:@+~,=!#]+")
+_WORDY: Final = re.compile(
+    r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]{1,8}s?\d{0,4}|\d+[a-z]{0,3}|v?\d+(?:\.\d+)*"
+)
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+# Trailing punctuation that ends a sentence rather than a token.
+_TRAILING: Final = ".,;:!?)"
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits per character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value``, found where a credential goes, reads as a random secret.
+
+    Hex values (16 characters or more) need 3.0 bits per character, as detect-secrets'
+    hex plugin does; others need 80 % of the most their length allows (``log2(n)``), up
+    to detect-secrets' 4.5 for base64: a random token of 10 characters or more passes,
+    a word, an identifier in ``snake_case`` or ``CamelCase``, a path or a version does not.
+    """
+    value = value.rstrip(_TRAILING)
+    n = len(value)
+    if n < 10 or value.startswith(_NOT_A_VALUE) or "[REDACTED" in value:
+        return False
+    if value.isdigit() or _UUID.match(value) is not None:
+        return False
+    if all(_WORDY.fullmatch(part) for part in _PARTS.split(value) if part):
+        return False
+    entropy = _entropy(value)
+    if _HEX.issuperset(value):
+        return n >= 16 and entropy >= 3.0
+    return entropy >= min(4.5, 0.8 * math.log2(n))
