@@ -64,7 +64,8 @@ _NAME_TAIL: Final = r"(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+){0,2}"
 _SEPARATOR: Final = r"[ \t\"'`:=>\\]{1,6}(?:[iI][sS][ \t]+)?"
 #: A value judged by its entropy: up to a space, a quote or what delimits a value in code.
 RANDOM_VALUE: Final = (
-    r"(?![-\[:=])[^\s\"'`,;<>()\[\]{}\\]{10,}"
+    # Not a JSON Web Token either: its shape names it, and keeps its header readable.
+    r"(?![-\[:=]|eyJ)[^\s\"'`,;<>()\[\]{}\\]{10,}"
     # All of it (no shorter value of it) and not what redaction left (``eyJ...[REDACTED``).
     r"(?![^\s\"'`,;<>()\[\]{}\\])(?!\[REDACTED)"
 )
@@ -133,8 +134,11 @@ def context_tail(value_group: str) -> str:
 _UUID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _NOT_A_VALUE: Final = ("/", "./", "../", "~", "$", "%", "{", "<", "[", "-", "*", "http")
 # Values are split into parts at separators; a value all of whose parts read as words,
-# numbers or versions is a name, a path or a sentence, not a random token.
+# numbers or versions is a name, a path or a sentence, not a random token. Its randomness
+# is judged on its longest other chunk (``zqx_live_<random>``: the random part), split
+# without ``/`` and ``+``, which are base64's.
 _PARTS: Final = re.compile(r"[-_./:@+~,=!#]+")
+_CHUNKS: Final = re.compile(r"[-_.:@~,=!#]+")
 _WORDY: Final = re.compile(
     r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]{1,8}s?\d{0,4}|\d+[a-z]{0,3}|v?\d+(?:\.\d+)*"
 )
@@ -152,20 +156,33 @@ def _entropy(value: str) -> float:
 def looks_random(value: str) -> bool:
     """Whether ``value``, found where a credential goes, reads as a random secret.
 
-    Hex values (16 characters or more) need 3.0 bits per character, as detect-secrets'
-    hex plugin does; others need 80 % of the most their length allows (``log2(n)``), up
-    to detect-secrets' 4.5 for base64: a random token of 10 characters or more passes,
-    a word, an identifier in ``snake_case`` or ``CamelCase``, a path or a version does not.
+    Its longest chunk that is not a word (or, from 16 characters, the whole value) must
+    have 10 characters or more and carry enough Shannon entropy: hex needs
+    ``0.65 * log2(n)`` bits per character up to 3.0 (detect-secrets' hex limit), any
+    other alphabet ``0.8 * log2(n)`` up to 4.5 (its base64 limit), ``log2(n)`` being the
+    most ``n`` characters can carry. A random token of 10 characters or more passes; a
+    word, an identifier in ``snake_case`` or ``CamelCase``, a path, a number, a version
+    or a UUID does not.
     """
     value = value.rstrip(_TRAILING)
-    n = len(value)
-    if n < 10 or value.startswith(_NOT_A_VALUE) or "[REDACTED" in value:
+    if len(value) < 10 or value.startswith(_NOT_A_VALUE) or "[REDACTED" in value:
         return False
     if value.isdigit() or _UUID.match(value) is not None:
         return False
     if all(_WORDY.fullmatch(part) for part in _PARTS.split(value) if part):
         return False
-    entropy = _entropy(value)
-    if _HEX.issuperset(value):
-        return n >= 16 and entropy >= 3.0
+    chunks = [c for c in _CHUNKS.split(value) if c and not _WORDY.fullmatch(c)]
+    chunk = max(chunks, key=len, default="")
+    # base64url has ``-`` and ``_`` of its own: a value of 16 or more is judged whole too.
+    return _random(chunk, 10) or (len(value) >= 16 and _random(value, 16))
+
+
+def _random(text: str, least: int) -> bool:
+    """Whether ``text`` (of ``least`` characters or more) carries a random token's entropy."""
+    n = len(text)
+    if n < least or text.isdigit():
+        return False
+    entropy = _entropy(text)
+    if _HEX.issuperset(text):
+        return n >= 16 and entropy >= min(3.0, 0.65 * math.log2(n))
     return entropy >= min(4.5, 0.8 * math.log2(n))

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
+from ._context import CONTEXT_MARK, looks_random
 from ._names import REDACTED_MARK, is_secret_config_key, is_secret_name, is_secret_option
 from ._roots import LEAF_TYPES, PathRoots
 
@@ -46,20 +47,38 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
-def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, bool]:
-    """One argv word scrubbed, and whether the word after it is a secret value."""
+# What the word after an argv word is: not a secret, a secret (after ``--token``), or a
+# secret if it reads as random (after ``-p``, ``-a``, ``Bearer``, ``token``).
+_PLAIN: Final = 0
+_SECRET: Final = 1
+_IF_RANDOM: Final = 2
+# Words whose next word is a secret when it reads as random: short options taking a
+# password (mysql -p, redis-cli -a, sshpass -p) and credential words.
+_BEFORE_RANDOM: Final = frozenset(
+    {"-p", "-a"} | {s for w in ("bearer", "token", "password", "key") for s in (w, w.title())}
+)
+
+
+# Authorization schemes, kept readable before the credential they announce.
+_SCHEMES: Final = frozenset({"Bearer", "bearer", "Basic", "basic", "Token", "token"})
+
+
+def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, int]:
+    """One argv word scrubbed, and what the word after it is (``_PLAIN``, ...)."""
     if redact:
         if arg.startswith("--") and len(arg) > 2:
             name, eq, value = arg[2:].partition("=")
             # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
             if _OPTION_NAME.match(name) is not None and is_secret_option(name):
                 if not eq:
-                    return text(arg), True
+                    return text(arg), _SECRET
                 if value:
-                    return f"--{name}={REDACTED_MARK}", False
+                    return f"--{name}={REDACTED_MARK}", _PLAIN
         elif is_secret_config_key(arg):
-            return text(arg), True
-    return text(arg), False
+            return text(arg), _SECRET
+        elif arg in _BEFORE_RANDOM:
+            return text(arg), _IF_RANDOM
+    return text(arg), _PLAIN
 
 
 @final
@@ -116,7 +135,7 @@ class Scrubber:
         self._long_chars = 0
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
         # Each argv word scrubbed, and whether the word after it is a secret (``--token``).
-        self._words: dict[str, tuple[str, bool]] = {}
+        self._words: dict[str, tuple[str, int]] = {}
         # Dict keys that are not secret names, scrubbed (JSON documents repeat their keys).
         self._keys: dict[str, str] = {}
         # A program passes the same environment to call after call: the last one and its
@@ -201,8 +220,10 @@ class Scrubber:
 
         ``--token abc`` gives ``["--token", "[REDACTED]"]`` and ``--api-key=abc`` gives
         ``"--api-key=[REDACTED]"``; so does the word after a secret configuration key of
-        several words (``aws configure set aws_secret_access_key KEY``). Short options
-        (``-p``) are too ambiguous to judge.
+        several words (``aws configure set aws_secret_access_key KEY``). After a short
+        option taking a password (``-p``, ``-a``) or a credential word (``Bearer``,
+        ``token``), the next word is redacted when it reads as random (``looks_random``):
+        ``mkdir -p build`` and ``ssh -p 2222`` stay as they are.
 
         A program runs the same few commands again and again: the scrubbed form of each
         argv is remembered (bounded), and a repeat costs one dict lookup. The list returned
@@ -214,13 +235,21 @@ class Scrubber:
             self._remember(done)
             return done
         out: list[str] = []
-        value_is_secret = False
+        value_is_secret = _PLAIN
         words = self._words
         for arg in argv:
             if value_is_secret and arg and not arg.startswith("-"):
-                out.append(REDACTED_MARK)
-                value_is_secret = False
-                continue
+                if value_is_secret == _SECRET:
+                    if arg in _SCHEMES:  # Authorization: Bearer TOKEN: the token goes
+                        out.append(arg)
+                        continue
+                    out.append(REDACTED_MARK)
+                    value_is_secret = _PLAIN
+                    continue
+                if looks_random(arg):
+                    out.append(CONTEXT_MARK)
+                    value_is_secret = _PLAIN
+                    continue
             word = words.get(arg)
             if word is None:
                 word = _argv_word(self.text, self._redact, arg)

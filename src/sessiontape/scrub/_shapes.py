@@ -434,7 +434,7 @@ _SHAPES: Final = (
     _Shape(
         "url_password",
         ":",
-        r"(?P<keep>//[^/\s:@\"']*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
+        r"(?P<keep>//[^/\s:@\"'\[]*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
         "url-password",
         guard=_URL_GUARD,
     ),

@@ -49,30 +49,17 @@ def _anchor_index(prefix: str) -> int | None:
     """
     for rank in (_SHARED, _SEPARATORS, _CAPITALS):
         for i, c in enumerate(prefix):
-            if c in rank and (i or c not in _SEPARATORS):
+            if c in rank and (i >= 2 or c not in _SEPARATORS):
                 return i
     return None
 
 
 def _pairs(ends: set[str]) -> str:
-    """One fixed-width lookbehind body for the last two characters before an anchor.
-
-    Grouped by first character, each group a class: the engine rejects most texts' pairs
-    at their first character. A one-character prefix (``s.``) stands for any pair ending so.
-    """
+    """One fixed-width lookbehind body for the last two characters before an anchor,
+    grouped by the first: the engine rejects most texts' pairs at their first character."""
     groups: dict[str, set[str]] = {}
     for end in ends:
-        key = end[0] if len(end) == 2 else ""
-        groups.setdefault(key, set()).add(end[-1])
-    if "" in groups:  # a prefix of one character before the anchor: its pair is open
-        return (
-            "(?:"
-            + "|".join(
-                [f".{_class(groups.pop(''))}"]
-                + [f"{re.escape(k)}{_class(v)}" for k, v in sorted(groups.items())]
-            )
-            + ")"
-        )
+        groups.setdefault(end[0], set()).add(end[1])
     return "(?:" + "|".join(f"{re.escape(k)}{_class(v)}" for k, v in sorted(groups.items())) + ")"
 
 
@@ -109,7 +96,7 @@ def vendor_shapes() -> tuple[VendorShape, ...]:
         follows.setdefault(anchor, set()).update(after, _expand(VENDOR_TOKENS[n][3]))
         shortest[anchor] = min(shortest.get(anchor, _GATE), len(after) + least)
         lasts.setdefault(anchor, set()).add(before[-2:])
-        all_before[anchor] = all_before.get(anchor, True) and bool(before)
+        all_before[anchor] = all_before.get(anchor, True) and len(before) >= 2
     shapes: list[VendorShape] = []
     for n, anchor, _before, _after, back, pattern in planned:
         guard = f"(?={_class(follows[anchor])}{{{shortest[anchor]}}})"
