@@ -207,7 +207,7 @@ SHAPES: dict[str, Maker] = {
 
 
 def _aws_session_token(rng: random.Random) -> tuple[str, list[str]]:
-    body = pick(rng, ALNUM + "+/", 300) + "=="
+    body = pick(rng, ALNUM + "+/", 180) + "=="  # under 255: it also names a directory
     return "IQoJb3JpZ2lu" + "X2VjE" + body, [body]
 
 

@@ -15,6 +15,7 @@ import pytest
 import sessiontape
 from sessiontape.cli import main
 
+from ._ordinary import altered, record_ordinary
 from ._planting import PLACES, record_planted
 from ._secrets import LISTED_LATER, SHAPES, UNLISTED, leaked
 
@@ -69,3 +70,15 @@ def test_the_leak_check_can_fail(tmp_path: Path) -> None:
     with sessiontape.record(path, redact=False, config={"note": text}) as tape:
         tape.finish(outcome={"summary": text})
     assert leaks_of(path.read_bytes(), {"config": cores}) == ["config"]
+
+
+def test_an_ordinary_session_is_recorded_as_it_is(tmp_path: Path) -> None:
+    # The false positives: git shas, UUIDs, paths, URLs, base64 outputs, credential words
+    # in prose and -p/-a options are no secrets, and none of them is redacted.
+    for seed in range(3):
+        directory = tmp_path / str(seed)
+        directory.mkdir()
+        path, texts = record_ordinary(directory, seed)
+        data = path.read_bytes()
+        assert altered(data, texts) == []
+        assert b"[REDACTED" not in data

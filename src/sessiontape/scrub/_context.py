@@ -1,18 +1,18 @@
 """The second line of defence: secrets of no known shape, found by their context.
 
 A token of a format no list names (the next vendor's, a random password) is still found
-when it reads as random and sits where a credential goes: after a word such as *token*,
-*key*, *secret*, *password*, *auth*, *bearer*, *cookie*, *session* or *credential*
-(``api key zqx_live_...``, ``bearer 4f9c...``), after a short option that takes a
-password (``mysql -pSECRET``, ``redis-cli -a SECRET``), or as the user part of a URL
-(``https://TOKEN@host``). This is what detect-secrets does with its keyword and entropy
-plugins: a value is judged random by its Shannon entropy over its length, hex values by
-the lower threshold their smaller alphabet allows, and words, paths, numbers, versions
-and UUIDs are never taken for secrets whatever surrounds them.
+when it reads as random and sits where a credential goes: after a credential word
+(``api key zqx_live_...``, ``bearer 4f9c...``, ``password is ...``), after a short option
+that takes a password (``mysql -pSECRET``, ``redis-cli -a SECRET``), or as the user part
+of a URL (``https://TOKEN@host``). This is what detect-secrets does with its keyword and
+entropy plugins: a value is judged random by its Shannon entropy over its length (hex by
+the lower threshold its smaller alphabet allows), and words, identifiers, paths,
+numbers, versions and UUIDs are never taken for secrets whatever surrounds them.
 
-:func:`redact_in_context` runs after the shapes (``_shapes.redact``), and only on texts
-that hold one of the words at all: the check for them is one search of the lowered text
-for a few letters, so that a text without any costs about a tenth of a microsecond.
+Nothing here scans a text: the words and what follows them are alternatives of the one
+regex of ``_shapes`` (each word found at its rarest letter, so the scan stops at few
+more places), and :func:`looks_random` judges the value of each match, which only a
+credential word followed by a separator and ten characters or more reaches.
 """
 
 from __future__ import annotations
@@ -37,13 +37,9 @@ __all__ = [
 #: What a value found by its context becomes.
 CONTEXT_MARK: Final = redaction_mark("high-entropy")
 
-# The credential words, in the lowered text, each found by its rarest letter (k, w, b,
-# c) so that the search stops at few places: key(s), token(s), cookie(s) at their k,
-# password(s), passwd, pwd at their w, bearer at its b, secret(s), credential(s) at their
-# c. A word starts a word or is glued behind a word of _GLUED (``apikey``,
-# ``secretkey``); ``monkey`` and ``keyboard`` are not credential words. (*auth* and
-# *session* are common inside other words: they are found by name, ``AUTH=...``,
-# ``sessionid=...``, see ``_shapes``.)
+# Words a credential word may be glued behind (``apikey``, ``secretKey``, ``AUTHTOKEN``).
+# *auth* and *session* on their own are found by name (``AUTH=x``, ``sessionid=x``, see
+# ``_shapes``): their letters are too common to be worth a stop of the scan.
 _GLUED: Final = ("api", "access", "secret", "private", "auth", "session", "client", "app")
 # By anchor letter (lowered): (word, index of the anchor in it). No plurals: ``tokens``
 # and ``keys`` are counts and lists (``input_tokens``), and end the search at once.
@@ -55,6 +51,8 @@ _WORDS: Final = (
     ("passwd", 4),
     ("pwd", 1),
     ("bearer", 0),
+    ("secret", 2),
+    ("credential", 0),
 )
 # What may follow the word as more of the same name (``api_key_id``, ``tokenValue``),
 # what separates name and value (spaces, a colon or an equals sign, quotes, ``is``).
@@ -99,8 +97,8 @@ def _spellings(word: str, anchor: int) -> list[ContextWord]:
 def context_words() -> list[ContextWord]:
     """The credential words, each in each of its spellings, found at its rarest letter.
 
-    ``k`` of key, token, cookie; ``w`` of password, passwd, pwd; ``b`` of bearer: the one
-    scan of a text stops at few more places. What follows the word in the regex is
+    ``k`` of key, token, cookie; ``w`` of password, passwd, pwd; ``b`` of bearer; ``c``
+    of secret, credential: the one scan of a text stops at few more places. What follows the word in the regex is
     :func:`context_tail`; the caller judges the value with :func:`looks_random`.
     """
     return [w for word, anchor in _WORDS for w in _spellings(word, anchor)]
@@ -132,7 +130,7 @@ def context_tail(value_group: str) -> str:
 
 # What a value never is, whatever its entropy: a UUID, a path, a variable or a template.
 _UUID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
-_NOT_A_VALUE: Final = ("/", "./", "../", "~", "$", "%", "{", "<", "[", "-", "*", "http")
+_NOT_A_VALUE: Final = ("./", "../", "~", "$", "%", "{", "<", "[", "-", "*", "http")
 # Values are split into parts at separators; a value all of whose parts read as words,
 # numbers or versions is a name, a path or a sentence, not a random token. Its randomness
 # is judged on its longest other chunk (``zqx_live_<random>``: the random part), split
@@ -142,7 +140,10 @@ _CHUNKS: Final = re.compile(r"[-_.:@~,=!#]+")
 _WORDY: Final = re.compile(
     r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]{1,8}s?\d{0,4}|\d+[a-z]{0,3}|v?\d+(?:\.\d+)*"
 )
+_HUMP: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_VOWEL: Final = re.compile(r"[aeiouyAEIOUY]")
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
+_BASE64_ONLY: Final = frozenset("+=")
 # Trailing punctuation that ends a sentence rather than a token.
 _TRAILING: Final = ".,;:!?)"
 
@@ -159,7 +160,7 @@ def looks_random(value: str) -> bool:
     Its longest chunk that is not a word (or, from 16 characters, the whole value) must
     have 10 characters or more and carry enough Shannon entropy: hex needs
     ``0.65 * log2(n)`` bits per character up to 3.0 (detect-secrets' hex limit), any
-    other alphabet ``0.8 * log2(n)`` up to 4.5 (its base64 limit), ``log2(n)`` being the
+    other alphabet ``0.75 * log2(n)`` up to 4.5 (its base64 limit), ``log2(n)`` being the
     most ``n`` characters can carry. A random token of 10 characters or more passes; a
     word, an identifier in ``snake_case`` or ``CamelCase``, a path, a number, a version
     or a UUID does not.
@@ -169,12 +170,31 @@ def looks_random(value: str) -> bool:
         return False
     if value.isdigit() or _UUID.match(value) is not None:
         return False
-    if all(_WORDY.fullmatch(part) for part in _PARTS.split(value) if part):
+    if _all_wordy(value):
         return False
-    chunks = [c for c in _CHUNKS.split(value) if c and not _WORDY.fullmatch(c)]
+    if value.startswith("/") and value.count("/") > 1 and not _BASE64_ONLY.intersection(value):
+        # An absolute path has mostly words between its slashes (base64 may hold slashes).
+        segments = [seg for seg in value.split("/") if seg]
+        if 2 * sum(_all_wordy(seg) for seg in segments) > len(segments):
+            return False
+    chunks = [c for c in _CHUNKS.split(value) if c and not _wordy(c)]
     chunk = max(chunks, key=len, default="")
     # base64url has ``-`` and ``_`` of its own: a value of 16 or more is judged whole too.
     return _random(chunk, 10) or (len(value) >= 16 and _random(value, 16))
+
+
+def _wordy(part: str) -> bool:
+    """Whether ``part`` reads as a word, a number or a version: it has the form of one,
+    and each of its humps of five letters or more has a vowel (``egqyZlKczddt``, the
+    form of a camelCase name, is random letters; ``src`` and ``tmp`` are words)."""
+    if _WORDY.fullmatch(part) is None:
+        return False
+    humps = _HUMP.findall(part)
+    return all(len(h) < 5 or _VOWEL.search(h) is not None for h in humps)
+
+
+def _all_wordy(value: str) -> bool:
+    return all(_wordy(part) for part in _PARTS.split(value) if part)
 
 
 def _random(text: str, least: int) -> bool:
@@ -185,4 +205,4 @@ def _random(text: str, least: int) -> bool:
     entropy = _entropy(text)
     if _HEX.issuperset(text):
         return n >= 16 and entropy >= min(3.0, 0.65 * math.log2(n))
-    return entropy >= min(4.5, 0.8 * math.log2(n))
+    return entropy >= min(4.5, 0.75 * math.log2(n))

@@ -192,9 +192,21 @@ def _judge_random(group: str) -> _Judge:
     """A judge that redacts the match when its ``group`` reads as a random secret."""
 
     def judge(match: re.Match[str]) -> str | None:
-        return CONTEXT_MARK if looks_random(match.group(group)) else None
+        if not looks_random(match.group(group)) or _shape_inside(match):
+            return None
+        return CONTEXT_MARK
 
     return judge
+
+
+def _shape_inside(match: re.Match[str]) -> bool:
+    """Whether a shape that names its secret starts inside ``match`` (after its first
+    character): then that shape redacts it, as ``[REDACTED:aws]`` rather than as a
+    random value (``aws_secret_access_key KEY``, ``api key dckr_pat_...``)."""
+    for inner in _SECRETS.finditer(match.string, match.start() + 1, match.end()):
+        if isinstance(_BY_NAME[cast(str, inner.lastgroup)][2], str):
+            return True
+    return False
 
 
 # Reads a key backwards from just before its separator: optional space, closing quote
@@ -475,8 +487,9 @@ def _judge_context(word: ContextWord, group: str) -> _Judge:
     def judge(match: re.Match[str]) -> str | None:
         if not looks_random(match.group(group)):
             return None
-        start = match.start() - word.before
-        return CONTEXT_MARK if starts_a_word(match.string, start, word.word) else None
+        if not starts_a_word(match.string, match.start() - word.before, word.word):
+            return None
+        return None if _shape_inside(match) else CONTEXT_MARK
 
     return judge
 
