@@ -98,8 +98,9 @@ def context_words() -> list[ContextWord]:
     """The credential words, each in each of its spellings, found at its rarest letter.
 
     ``k`` of key, token, cookie; ``w`` of password, passwd, pwd; ``b`` of bearer; ``c``
-    of secret, credential: the one scan of a text stops at few more places. What follows the word in the regex is
-    :func:`context_tail`; the caller judges the value with :func:`looks_random`.
+    of secret, credential: the one scan of a text stops at few more places. What follows
+    the word in the regex is :func:`context_tail`; the caller judges the value with
+    :func:`looks_random`.
     """
     return [w for word, anchor in _WORDS for w in _spellings(word, anchor)]
 
