@@ -481,12 +481,15 @@ _SHAPES: Final = (
 )
 
 
-def _judge_context(word: ContextWord, group: str) -> _Judge:
-    """A judge for a credential word: it starts a word and its value reads as random."""
+def _judge_context(words: Sequence[ContextWord], name: str) -> _Judge:
+    """A judge for the credential words found at one anchor: the word that matched (told
+    by its empty group) starts a word, its value reads as random, and no shape that names
+    its secret starts inside."""
 
     def judge(match: re.Match[str]) -> str | None:
-        if not looks_random(match.group(group)):
+        if not looks_random(match.group(f"{name}_value")):
             return None
+        word = next(w for i, w in enumerate(words) if match.group(f"{name}_w{i}") is not None)
         if not starts_a_word(match.string, match.start() - word.before, word.word):
             return None
         return None if _shape_inside(match) else CONTEXT_MARK
@@ -494,18 +497,33 @@ def _judge_context(word: ContextWord, group: str) -> _Judge:
     return judge
 
 
-# The second line of defence (``_context``): a random value after a credential word.
-_CONTEXT_SHAPES: Final = tuple(
-    _Shape(
-        f"context_{n}",
-        word.anchor,
-        word.pattern + context_tail(f"context_{n}_value"),
-        None,
-        judge=_judge_context(word, f"context_{n}_value"),
-        resume_after_keep=False,
-    )
-    for n, word in enumerate(context_words())
-)
+def _context_shapes() -> tuple[_Shape, ...]:
+    """The second line of defence (``_context``): a random value after a credential word.
+
+    One alternative per anchor letter, its words told apart by an empty group each, so
+    that the rest of the name, the separator and the value are written once per letter.
+    """
+    by_anchor: dict[str, list[ContextWord]] = {}
+    for word in context_words():
+        by_anchor.setdefault(word.anchor, []).append(word)
+    shapes = []
+    for n, (anchor, words) in enumerate(by_anchor.items()):
+        name = f"context_{n}"
+        alternatives = "|".join(f"{w.pattern}(?P<{name}_w{i}>)" for i, w in enumerate(words))
+        shapes.append(
+            _Shape(
+                name,
+                anchor,
+                f"(?:{alternatives})" + context_tail(f"{name}_value"),
+                None,
+                judge=_judge_context(words, name),
+                resume_after_keep=False,
+            )
+        )
+    return tuple(shapes)
+
+
+_CONTEXT_SHAPES: Final = _context_shapes()
 
 # The vendor formats kept as data (``_ruleset``), after the shapes above: at one position
 # the first alternative that matches names the secret.
