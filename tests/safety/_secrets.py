@@ -268,7 +268,7 @@ UNLISTED: dict[str, Maker] = {
     "unknown vendor in an env assignment": _unknown_vendor("export ACME_API_KEY={}"),
     "random base64 after 'Bearer'": _context("Bearer {}", B64, 40),
     "random hex after 'Bearer'": _context("Bearer {}", HEX, 40),
-    "random hex after lowercase 'bearer'": _context("authorization header was bearer {}", HEX, 32),
+    "random hex after 'Bearer' in prose": _context("the header was Bearer {} then", HEX, 32),
     "random hex after 'sessionid='": _context("Cookie sent: sessionid={}; Path=/", HEX, 32),
     "random hex in a cookie jar line": _context("sessionid={}", HEX, 32),
     "random base64 after 'password is'": _context("the password is {}", B64, 20),

@@ -54,6 +54,11 @@ _WORDS: Final = (
     ("secret", 2),
     ("credential", 0),
 )
+# The letters the words are found at: their rarest lowercase letters, B (Bearer, BEARER),
+# at which the scan stops anyway, and the rare capitals K and W (apiKey, TOKEN, PASSWORD).
+# C is not one (it starts too many words: Changes, Command): SECRET and CREDENTIAL in
+# capitals are found by name (SECRET=x, "CREDENTIAL": x).
+_ANCHORS: Final = frozenset("kwcbBKW")
 # What may follow the word as more of the same name (``api_key_id``, ``tokenValue``),
 # what separates name and value (spaces, a colon or an equals sign, quotes, ``is``).
 _NAME_TAIL: Final = r"(?:[_.-][A-Za-z0-9]+|[A-Z][a-z0-9]+){0,2}"
@@ -87,6 +92,8 @@ def _spellings(word: str, anchor: int) -> list[ContextWord]:
     """
     out: list[ContextWord] = []
     for spelled in dict.fromkeys((word, word.capitalize(), word.upper())):
+        if spelled[anchor] not in _ANCHORS:
+            continue  # a capital the scan does not stop at (KEY, TOKEN): see _ANCHORS
         follow = "(?![A-Z])" if spelled.isupper() else "(?![a-z])"
         pattern = re.escape(spelled[anchor + 1 :]) + f"(?<={re.escape(spelled)})" + follow
         if all((w.anchor, w.pattern) != (spelled[anchor], pattern) for w in out):

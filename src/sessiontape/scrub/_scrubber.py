@@ -81,6 +81,15 @@ def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str,
     return text(arg), _PLAIN
 
 
+def _value_after(arg: str, after: int) -> tuple[str, int] | None:
+    """What an argv word after a secret option or word becomes, and what the word after
+    it is; None when it is an ordinary word."""
+    if after == _SECRET:
+        # Authorization: Bearer TOKEN: the scheme stays, the token goes.
+        return (arg, _SECRET) if arg in _SCHEMES else (REDACTED_MARK, _PLAIN)
+    return (CONTEXT_MARK, _PLAIN) if looks_random(arg) else None
+
+
 @final
 class Scrubber:
     """What the recorder applies to every payload: redaction, then path placeholders.
@@ -220,14 +229,11 @@ class Scrubber:
 
         ``--token abc`` gives ``["--token", "[REDACTED]"]`` and ``--api-key=abc`` gives
         ``"--api-key=[REDACTED]"``; so does the word after a secret configuration key of
-        several words (``aws configure set aws_secret_access_key KEY``). After a short
-        option taking a password (``-p``, ``-a``) or a credential word (``Bearer``,
-        ``token``), the next word is redacted when it reads as random (``looks_random``):
-        ``mkdir -p build`` and ``ssh -p 2222`` stay as they are.
+        several words (``aws configure set aws_secret_access_key KEY``). After ``-p``,
+        ``-a``, ``Bearer`` or ``token``, a word that reads as random is redacted.
 
-        A program runs the same few commands again and again: the scrubbed form of each
-        argv is remembered (bounded), and a repeat costs one dict lookup. The list returned
-        is shared between the repeats; callers do not change it.
+        Each argv's scrubbed form is remembered (bounded: a repeat costs a dict lookup)
+        and shared between the repeats; callers do not change it.
         """
         key = tuple(argv)
         done = self._argv_memo.get(key)
@@ -238,18 +244,11 @@ class Scrubber:
         value_is_secret = _PLAIN
         words = self._words
         for arg in argv:
-            if value_is_secret and arg and not arg.startswith("-"):
-                if value_is_secret == _SECRET:
-                    if arg in _SCHEMES:  # Authorization: Bearer TOKEN: the token goes
-                        out.append(arg)
-                        continue
-                    out.append(REDACTED_MARK)
-                    value_is_secret = _PLAIN
-                    continue
-                if looks_random(arg):
-                    out.append(CONTEXT_MARK)
-                    value_is_secret = _PLAIN
-                    continue
+            after = value_is_secret and arg and not arg.startswith("-")
+            if after and (found := _value_after(arg, value_is_secret)) is not None:
+                out.append(found[0])
+                value_is_secret = found[1]
+                continue
             word = words.get(arg)
             if word is None:
                 word = _argv_word(self.text, self._redact, arg)

@@ -47,11 +47,12 @@ def _anchor_index(prefix: str) -> int | None:
     Best is a character the hand-written shapes are already found by (a text's every
     such character is tried anyway), then a separator, then another capital.
     """
-    for rank in (_SHARED, _SEPARATORS, _CAPITALS):
+    for rank in (_SHARED, _SEPARATORS):
         for i, c in enumerate(prefix):
             if c in rank and (i >= 2 or c not in _SEPARATORS):
                 return i
-    return None
+    capitals = [i for i, c in enumerate(prefix) if c in _CAPITALS]
+    return min(capitals, key=lambda i: _CAPITALS.index(prefix[i]), default=None)
 
 
 def _pairs(ends: set[str]) -> str:
