@@ -142,6 +142,7 @@ def test_short_options_and_credential_words_in_argv() -> None:
         ["ls", "-a", "/tmp/work_dir"],
         ["cp", "-a", "src_dir", "dst_dir"],
         ["uname", "-a"],
+        ["claude", "-p", "work on t1", "--output-format", "stream-json"],
     ):
         assert s.argv(argv) == argv
 

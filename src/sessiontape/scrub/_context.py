@@ -148,6 +148,7 @@ _CHUNKS: Final = re.compile(r"[-_.:@~,=!#]+")
 _WORDY: Final = re.compile(
     r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]{1,8}s?\d{0,4}|\d+[a-z]{0,3}|v?\d+(?:\.\d+)*"
 )
+_SPACE: Final = re.compile(r"\s")
 _HUMP: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _VOWEL: Final = re.compile(r"[aeiouyAEIOUY]")
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
@@ -176,8 +177,8 @@ def looks_random(value: str) -> bool:
     value = value.rstrip(_TRAILING)
     if len(value) < 10 or value.startswith(_NOT_A_VALUE) or "[REDACTED" in value:
         return False
-    if value.isdigit() or _UUID.match(value) is not None:
-        return False
+    if value.isdigit() or _UUID.match(value) is not None or _SPACE.search(value):
+        return False  # a number, a UUID, words (an argv word: claude -p "work on t1")
     if _all_wordy(value):
         return False
     if value.startswith("/") and value.count("/") > 1 and not _BASE64_ONLY.intersection(value):

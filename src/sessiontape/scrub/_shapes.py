@@ -200,12 +200,17 @@ def _judge_random(group: str) -> _Judge:
 
 
 def _shape_inside(match: re.Match[str]) -> bool:
-    """Whether a shape that names its secret starts inside ``match`` (after its first
-    character): then that shape redacts it, as ``[REDACTED:aws]`` rather than as a
-    random value (``aws_secret_access_key KEY``, ``api key dckr_pat_...``)."""
-    for inner in _SECRETS.finditer(match.string, match.start() + 1, match.end()):
-        if isinstance(_BY_NAME[cast(str, inner.lastgroup)][2], str):
+    """Whether another shape redacts something that starts inside ``match`` (after its
+    first character): then that one redacts it, as ``[REDACTED:aws]`` or by its name
+    rather than as a random value (``aws_secret_access_key KEY``, ``"SecretAccessKey":
+    "KEY"``, ``api key dckr_pat_...``)."""
+    text, end = match.string, match.end()
+    inner = _SECRETS.search(text, match.start() + 1, end)
+    while inner is not None:  # each start, overlapping ones too
+        mark = _BY_NAME[cast(str, inner.lastgroup)][2]
+        if isinstance(mark, str) or mark(inner) is not None:
             return True
+        inner = _SECRETS.search(text, inner.start() + 1, end)
     return False
 
 
