@@ -2,9 +2,11 @@
 
 Token-shaped secrets (GitHub, AWS, OpenAI, Anthropic, Slack, bearer tokens, private keys,
 ``password=...`` assignments) become ``[REDACTED:<kind>]``; a value assigned to a secret
-name becomes ``[REDACTED]``. Everything here runs on every recorded string, so all shapes
-live in one compiled regex and the common case, a string holding nothing to scrub, leaves
-after one failed search.
+name becomes ``[REDACTED]``. The vendor formats kept as data (``_ruleset``, made shapes by
+``_vendor``) join them, and so does the second line of defence (``_context``): a random
+value after a credential word, ``-p``/``-a`` or as a URL's user, ``[REDACTED:high-entropy]``.
+Everything here runs on every recorded string, so all shapes live in one compiled regex
+and the common case, a string holding nothing to scrub, leaves after one failed search.
 """
 
 from __future__ import annotations
