@@ -206,6 +206,84 @@ SHAPES: dict[str, Maker] = {
 }
 
 
+def _aws_session_token(rng: random.Random) -> tuple[str, list[str]]:
+    body = pick(rng, ALNUM + "+/", 180) + "=="  # under 255: it also names a directory
+    return "IQoJb3JpZ2lu" + "X2VjE" + body, [body]
+
+
+def _telegram(rng: random.Random) -> tuple[str, list[str]]:
+    body = "AA" + pick(rng, B64URL, 33)
+    return f"bot token {pick(rng, string.digits, 10)}:{body}", [body]
+
+
+#: Formats the issue found on disk, now listed: vendor prefixes that platforms publish
+#: (RELIABILITY.md, section 5, has where each comes from).
+LISTED_LATER: dict[str, Maker] = {
+    "docker hub (dckr_pat_)": _token("dck" + "r_pat_", B64URL, 27),
+    "google oauth access token (ya29.)": _token("ya" + "29.a0", B64URL, 120),
+    "aws session token (IQoJb3JpZ2luX2Vj)": _aws_session_token,
+    "shopify (shpat_)": _token("shp" + "at_", "0123456789abcdef", 32),
+    "shopify shared secret (shpss_)": _token("shp" + "ss_", "0123456789abcdef", 32),
+    "gitlab runner (glrt-)": _token("gl" + "rt-", B64URL, 20),
+    "hashicorp vault (hvs.)": _token("hv" + "s.", B64URL, 95),
+    "doppler (dp.pt.)": _token("dp" + ".pt.", ALNUM, 43),
+    "new relic (NRAK-)": _token("NR" + "AK-", UPPER, 27),
+    "grafana cloud (glc_)": _token("gl" + "c_", ALNUM, 40),
+    "heroku (HRKU-AA)": _token("HR" + "KU-AA", B64URL, 58),
+    "atlassian (ATATT3)": _token("ATA" + "TT3", B64URL + "=", 186),
+    "vercel (vcp_)": _token("vc" + "p_", ALNUM, 24),
+    "digitalocean (dop_v1_)": _token("do" + "p_v1_", "0123456789abcdef", 64),
+    "telegram bot token": _telegram,
+}
+
+
+def _context(template: str, alphabet: str, n: int) -> Maker:
+    """A random value of ``n`` characters of ``alphabet`` where a credential goes."""
+
+    def make(rng: random.Random) -> tuple[str, list[str]]:
+        value = pick(rng, alphabet, n)
+        return template.format(value), [value]
+
+    return make
+
+
+def _unknown_vendor(template: str) -> Maker:
+    """A token of a vendor prefix no list names, in a credential context."""
+
+    def make(rng: random.Random) -> tuple[str, list[str]]:
+        body = pick(rng, ALNUM, 32)
+        return template.format("zqx" + "_live_" + body), [body]
+
+    return make
+
+
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+
+#: Secrets no list names: unknown vendor prefixes and random values, found only by the
+#: context they sit in (a credential word, a short option, a URL's user part).
+UNLISTED: dict[str, Maker] = {
+    "unknown vendor after 'api key'": _unknown_vendor("api key {}"),
+    "unknown vendor after 'token:'": _unknown_vendor("token: {}"),
+    "unknown vendor in an env assignment": _unknown_vendor("export ACME_API_KEY={}"),
+    "random base64 after 'Bearer'": _context("Bearer {}", B64, 40),
+    "random hex after 'Bearer'": _context("Bearer {}", HEX, 40),
+    "random hex after 'Bearer' in prose": _context("the header was Bearer {} then", HEX, 32),
+    "random hex after 'sessionid='": _context("Cookie sent: sessionid={}; Path=/", HEX, 32),
+    "random hex in a cookie jar line": _context("sessionid={}", HEX, 32),
+    "random base64 after 'password is'": _context("the password is {}", B64, 20),
+    "random value after 'secret key'": _context("secret key {}", ALNUM, 40),
+    "random value after 'mysql -p'": _context("mysql -uroot -p{} appdb", ALNUM, 16),
+    "random value after 'mysql -p '": _context("mysql -u root -p {} appdb", ALNUM, 16),
+    "random value after 'redis-cli -a'": _context("redis-cli -h cache -a {} ping", ALNUM, 24),
+    "random value as a URL's user": _context("git clone https://{}@git.example.com/o", ALNUM, 32),
+    "random value after '--token='": _context("deploy --token={}", B64URL, 30),
+    "random value after 'X-Api-Key:'": _context("X-Api-Key: {}", ALNUM, 32),
+    "random value after 'PASSWORD'": _context("PASSWORD {}", ALNUM, 18),
+    "random value after 'apiKey'": _context('const apiKey = "{}";', ALNUM, 32),
+}
+
+
 def forms(core: str) -> list[bytes]:
     """How ``core`` could appear in a file: as is, JSON-escaped, with escaped slashes."""
     found = {core, json.dumps(core)[1:-1], core.replace("/", "\\/")}

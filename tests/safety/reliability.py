@@ -195,7 +195,7 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     from contextlib import redirect_stdout
 
     from safety._planting import record_planted
-    from safety._secrets import SHAPES, leaked
+    from safety._secrets import LISTED_LATER, SHAPES, UNLISTED, leaked
     from sessiontape.cli import main
 
     leaks: list[str] = []
@@ -203,7 +203,9 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     for seed in range(seeds):
         with tempfile.TemporaryDirectory() as tmp:
             path, planted = record_planted(
-                Path(tmp), SHAPES[kind], zlib.crc32(kind.encode()) + seed
+                Path(tmp),
+                {**SHAPES, **LISTED_LATER, **UNLISTED}[kind],
+                zlib.crc32(kind.encode()) + seed,
             )
             out = Path(tmp, "out")
             out.mkdir()
@@ -225,13 +227,16 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     return {"kind": kind, "pairs": pairs, "leaks": leaks}
 
 
-def secrets(pool: Any, seeds: int) -> dict[str, Any]:
+def secrets(pool: Any, seeds: int, unlisted: bool = False) -> dict[str, Any]:
+    """The corpus by place and kind: the listed shapes, or (``unlisted``) the secrets no
+    list names, found by their context."""
     from safety._planting import PLACES
-    from safety._secrets import SHAPES
+    from safety._secrets import LISTED_LATER, SHAPES, UNLISTED
 
-    parts = pool.map(_corpus_shape, [(kind, seeds) for kind in sorted(SHAPES)])
+    corpus = UNLISTED if unlisted else {**SHAPES, **LISTED_LATER}
+    parts = pool.map(_corpus_shape, [(kind, seeds) for kind in sorted(corpus)])
     return {
-        "shapes": len(SHAPES),
+        "shapes": len(corpus),
         "places": len(PLACES),
         "seeds": seeds,
         "pairs": sum(p["pairs"] for p in parts),
@@ -239,6 +244,26 @@ def secrets(pool: Any, seeds: int) -> dict[str, Any]:
         "leaks_by_kind": {p["kind"]: len(p["leaks"]) for p in parts},
         "leaks_by_place": {place: sum(p["leaks"].count(place) for p in parts) for place in PLACES},
     }
+
+
+def false_positives(sessions: int) -> dict[str, Any]:
+    """Ordinary sessions recorded: how many of their texts the tape does not hold as they
+    were (nothing in them is a secret), and how many redaction marks it holds."""
+    from safety._ordinary import altered, record_ordinary
+
+    texts = changed = marks = 0
+    examples: list[str] = []
+    for seed in range(sessions):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, planted = record_ordinary(Path(tmp), seed)
+            data = path.read_bytes()
+        lost = altered(data, planted)
+        texts += len(planted)
+        changed += len(lost)
+        marks += data.count(b"[REDACTED")
+        examples += lost[: 3 - len(examples)]
+    return {"sessions": sessions, "texts": texts, "altered": changed, "marks": marks,
+            "examples": examples}  # fmt: skip
 
 
 def scrub_speed() -> dict[str, float]:
@@ -296,6 +321,7 @@ def render(figures: dict[str, Any]) -> str:
         f"| no secret on disk, nor in show, export or report | {se['pairs']:,} (secret, "
         f"place) pairs: {se['shapes']} shapes × {se['places']} places × {se['seeds']} "
         f"instances | {se['leaks']} |",
+        *_second_line(f),
         "",
         "Disk faults by kind: "
         + ", ".join(f"{name} {n}" for name, n in fa["by_fault"].items())
@@ -313,6 +339,16 @@ def render(figures: dict[str, Any]) -> str:
         + ", ".join(f"{kind} {n}" for kind, n in se["leaks_by_kind"].items())
         + ".",
         "",
+        *(
+            [
+                "Secrets no list names leaked by kind: "
+                + ", ".join(f"{k} {n}" for k, n in f["unlisted"]["leaks_by_kind"].items())
+                + ".",
+                "",
+            ]
+            if "unlisted" in f
+            else []
+        ),
         "Scrubbing a clean 200-character text: "
         + ", ".join(f"{name} {us:.2f} µs" for name, us in f["scrub_us"].items())
         + ".",
@@ -320,6 +356,28 @@ def render(figures: dict[str, Any]) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+def _second_line(f: dict[str, Any]) -> list[str]:
+    """The rows of the shape-free detector and of the false positives, when measured."""
+    rows = []
+    if "unlisted" in f:
+        un = f["unlisted"]
+        rows.append(
+            f"| no secret of a shape no list names on disk, nor in show, export or report "
+            f"(unknown vendor prefixes, random base64 and hex after credential words, -p/-a "
+            f"and in URLs) | {un['pairs']:,} (secret, place) pairs: {un['shapes']} kinds × "
+            f"{un['places']} places × {un['seeds']} instances | {un['leaks']} |"
+        )
+    if "false_positives" in f:
+        fp = f["false_positives"]
+        rows.append(
+            f"| nothing redacted that is not a secret: ordinary sessions (git shas, UUIDs, "
+            f"paths, URLs, base64 outputs, -p/-a options, credential words in prose) | "
+            f"{fp['texts']:,} texts in {fp['sessions']} recorded sessions "
+            f"({fp['marks']} redaction marks on their tapes) | {fp['altered']} |"
+        )
+    return rows
 
 
 def write_into(doc: Path, block: str) -> None:
@@ -335,6 +393,11 @@ def failures_of(figures: dict[str, Any]) -> list[str]:
         found += figures[part]["failures"]
     if figures["secrets"]["leaks"]:
         found.append(f"{figures['secrets']['leaks']} secrets leaked")
+    if figures.get("unlisted", {}).get("leaks"):
+        found.append(f"{figures['unlisted']['leaks']} unlisted secrets leaked")
+    if figures.get("false_positives", {}).get("altered"):
+        fp = figures["false_positives"]
+        found.append(f"{fp['altered']} ordinary texts redacted, e.g. {fp['examples']}")
     return [str(f) for f in found]
 
 
@@ -356,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
             ("faults", lambda: faults(range(14), range(6))),
             ("stress", lambda: stress(1 if quick else 5, 16, 200 if quick else 1_000)),
             ("secrets", lambda: secrets(pool, 1 if quick else 3)),
+            ("unlisted", lambda: secrets(pool, 1 if quick else 3, unlisted=True)),
+            ("false_positives", lambda: false_positives(5 if quick else 50)),
             ("scrub_us", scrub_speed),
         ]
         for name, step in steps:

@@ -50,6 +50,8 @@ _SECRET_WORDS: Final = (
     # Short words only as words of their own: BYPASS, AUTHOR, PWDX are not secret. PWD alone
     # is the working directory and is excluded below.
     rf"|{_WORD_START}(?i:pass|pwd|o?auth(?:orization)?|session(?:id)?|dsn){_WORD_END}"
+    # Session cookies by their usual names: PHPSESSID, JSESSIONID, sessid.
+    rf"|{_WORD_START}(?i:(?:php|j)?sess(?:ion)?id){_WORD_END}"
 )
 
 # Whole names that hold a secret word yet are well known not to be secret: the shell's

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
+from ._context import CONTEXT_MARK, looks_random
 from ._names import REDACTED_MARK, is_secret_config_key, is_secret_name, is_secret_option
 from ._roots import LEAF_TYPES, PathRoots
 
@@ -46,20 +47,47 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
-def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, bool]:
-    """One argv word scrubbed, and whether the word after it is a secret value."""
+# What the word after an argv word is: not a secret, a secret (after ``--token``), or a
+# secret if it reads as random (after ``-p``, ``-a``, ``Bearer``, ``token``).
+_PLAIN: Final = 0
+_SECRET: Final = 1
+_IF_RANDOM: Final = 2
+# Words whose next word is a secret when it reads as random: short options taking a
+# password (mysql -p, redis-cli -a, sshpass -p) and credential words.
+_BEFORE_RANDOM: Final = frozenset(
+    {"-p", "-a"} | {s for w in ("bearer", "token", "password", "key") for s in (w, w.title())}
+)
+
+
+# Authorization schemes, kept readable before the credential they announce.
+_SCHEMES: Final = frozenset({"Bearer", "bearer", "Basic", "basic", "Token", "token"})
+
+
+def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str, int]:
+    """One argv word scrubbed, and what the word after it is (``_PLAIN``, ...)."""
     if redact:
         if arg.startswith("--") and len(arg) > 2:
             name, eq, value = arg[2:].partition("=")
             # Only an option name is judged by its name: ``-----BEGIN ...`` is text.
             if _OPTION_NAME.match(name) is not None and is_secret_option(name):
                 if not eq:
-                    return text(arg), True
+                    return text(arg), _SECRET
                 if value:
-                    return f"--{name}={REDACTED_MARK}", False
+                    return f"--{name}={REDACTED_MARK}", _PLAIN
         elif is_secret_config_key(arg):
-            return text(arg), True
-    return text(arg), False
+            return text(arg), _SECRET
+        elif arg in _BEFORE_RANDOM:
+            return text(arg), _IF_RANDOM
+    return text(arg), _PLAIN
+
+
+def _value_after(arg: str, after: int) -> tuple[str, int] | None:
+    """What an argv word after a secret option or word becomes, and what the word after
+    it is; None when it is an ordinary word."""
+    if after == _SECRET:
+        # Authorization: Bearer TOKEN: the scheme stays, the token goes.
+        return (arg, _SECRET) if arg in _SCHEMES else (REDACTED_MARK, _PLAIN)
+    return (CONTEXT_MARK, _PLAIN) if looks_random(arg) else None
 
 
 @final
@@ -116,7 +144,7 @@ class Scrubber:
         self._long_chars = 0
         self._argv_memo: dict[tuple[str, ...], list[str]] = {}
         # Each argv word scrubbed, and whether the word after it is a secret (``--token``).
-        self._words: dict[str, tuple[str, bool]] = {}
+        self._words: dict[str, tuple[str, int]] = {}
         # Dict keys that are not secret names, scrubbed (JSON documents repeat their keys).
         self._keys: dict[str, str] = {}
         # A program passes the same environment to call after call: the last one and its
@@ -201,12 +229,11 @@ class Scrubber:
 
         ``--token abc`` gives ``["--token", "[REDACTED]"]`` and ``--api-key=abc`` gives
         ``"--api-key=[REDACTED]"``; so does the word after a secret configuration key of
-        several words (``aws configure set aws_secret_access_key KEY``). Short options
-        (``-p``) are too ambiguous to judge.
+        several words (``aws configure set aws_secret_access_key KEY``). After ``-p``,
+        ``-a``, ``Bearer`` or ``token``, a word that reads as random is redacted.
 
-        A program runs the same few commands again and again: the scrubbed form of each
-        argv is remembered (bounded), and a repeat costs one dict lookup. The list returned
-        is shared between the repeats; callers do not change it.
+        Each argv's scrubbed form is remembered (bounded: a repeat costs a dict lookup)
+        and shared between the repeats; callers do not change it.
         """
         key = tuple(argv)
         done = self._argv_memo.get(key)
@@ -214,12 +241,13 @@ class Scrubber:
             self._remember(done)
             return done
         out: list[str] = []
-        value_is_secret = False
+        value_is_secret = _PLAIN
         words = self._words
         for arg in argv:
-            if value_is_secret and arg and not arg.startswith("-"):
-                out.append(REDACTED_MARK)
-                value_is_secret = False
+            after = value_is_secret and arg and not arg.startswith("-")
+            if after and (found := _value_after(arg, value_is_secret)) is not None:
+                out.append(found[0])
+                value_is_secret = found[1]
                 continue
             word = words.get(arg)
             if word is None:

@@ -2,9 +2,11 @@
 
 Token-shaped secrets (GitHub, AWS, OpenAI, Anthropic, Slack, bearer tokens, private keys,
 ``password=...`` assignments) become ``[REDACTED:<kind>]``; a value assigned to a secret
-name becomes ``[REDACTED]``. Everything here runs on every recorded string, so all shapes
-live in one compiled regex and the common case, a string holding nothing to scrub, leaves
-after one failed search.
+name becomes ``[REDACTED]``. The vendor formats kept as data (``_ruleset``, made shapes by
+``_vendor``) join them, and so does the second line of defence (``_context``): a random
+value after a credential word, ``-p``/``-a`` or as a URL's user, ``[REDACTED:high-entropy]``.
+Everything here runs on every recorded string, so all shapes live in one compiled regex
+and the common case, a string holding nothing to scrub, leaves after one failed search.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple, cast
 
+from ._context import (
+    CONTEXT_MARK,
+    RANDOM_VALUE,
+    ContextWord,
+    context_tail,
+    context_words,
+    looks_random,
+    starts_a_word,
+)
 from ._names import REDACTED_MARK, is_secret_name, is_secret_option, redaction_mark
+from ._vendor import vendor_shapes
 
 __all__ = ["contains_secret", "redact"]
 
@@ -83,6 +95,8 @@ _KEY_ENDINGS: Final = (
         "okie",  # cookie
         "ture",  # signature
         "keys",
+        "onid",  # sessionid
+        "ssid",  # PHPSESSID
     ),
     ("key", "dsn", "pwd"),
 )
@@ -129,6 +143,9 @@ class _Shape(NamedTuple):
     back: int = 0  # characters before the anchor (checked by a lookbehind) that go too
     judge: _Judge | None = None  # for shapes found by a name that must be checked
     guard: str = ""  # a cheap check right after the anchor, shared with neighbours
+    # When the judge says no: go on after ``keep`` (an option's name is done with) or at
+    # the next character (a credential word's separator may be an assignment's).
+    resume_after_keep: bool = True
 
     @property
     def keep(self) -> str | None:
@@ -171,6 +188,32 @@ def _judge_assignment(match: re.Match[str]) -> str | None:
 
 def _judge_option(match: re.Match[str]) -> str | None:
     return REDACTED_MARK if is_secret_option(match.group("option_name")) else None
+
+
+def _judge_random(group: str) -> _Judge:
+    """A judge that redacts the match when its ``group`` reads as a random secret."""
+
+    def judge(match: re.Match[str]) -> str | None:
+        if not looks_random(match.group(group)) or _shape_inside(match):
+            return None
+        return CONTEXT_MARK
+
+    return judge
+
+
+def _shape_inside(match: re.Match[str]) -> bool:
+    """Whether another shape redacts something that starts inside ``match`` (after its
+    first character): then that one redacts it, as ``[REDACTED:aws]`` or by its name
+    rather than as a random value (``aws_secret_access_key KEY``, ``"SecretAccessKey":
+    "KEY"``, ``api key dckr_pat_...``)."""
+    text, end = match.string, match.end()
+    inner = _SECRETS.search(text, match.start() + 1, end)
+    while inner is not None:  # each start, overlapping ones too
+        mark = _BY_NAME[cast(str, inner.lastgroup)][2]
+        if isinstance(mark, str) or mark(inner) is not None:
+            return True
+        inner = _SECRETS.search(text, inner.start() + 1, end)
+    return False
 
 
 # Reads a key backwards from just before its separator: optional space, closing quote
@@ -391,6 +434,15 @@ _SHAPES: Final = (
         None,
         judge=_judge_option,
     ),
+    # A short option taking a password, glued or not: mysql -pSECRET, redis-cli -a SECRET.
+    # Ambiguous (-p is also a port, a parent, a path), so the value must read as random.
+    _Shape(
+        "short_option",
+        "-",
+        r"(?<![^\s\"'=]-)[pa](?P<keep>[ \t]*)(?P<short_option_value>" + RANDOM_VALUE + ")",
+        None,
+        judge=_judge_random("short_option_value"),
+    ),
     _Shape(
         "bearer",
         "B",
@@ -401,8 +453,17 @@ _SHAPES: Final = (
     _Shape(
         "url_password",
         ":",
-        r"(?P<keep>//[^/\s:@\"']*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
+        r"(?P<keep>//[^/\s:@\"'\[]*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
         "url-password",
+        guard=_URL_GUARD,
+    ),
+    # A token as the user of a URL (https://TOKEN@host), when it reads as random.
+    _Shape(
+        "url_user",
+        ":",
+        r"(?P<keep>//)(?P<url_user_value>[^/\s:@\"'\[]{10,512})(?=@)",
+        None,
+        judge=_judge_random("url_user_value"),
         guard=_URL_GUARD,
     ),
     # HTTP headers (Authorization, Cookie): the whole value goes, an auth scheme stays
@@ -426,11 +487,67 @@ _SHAPES: Final = (
     ),
 )
 
-_SECRETS: Final = _combine(_SHAPES)
+
+def _judge_context(words: Sequence[ContextWord], name: str) -> _Judge:
+    """A judge for the credential words found at one anchor: the word that matched (told
+    by its empty group) starts a word, its value reads as random, and no shape that names
+    its secret starts inside."""
+
+    def judge(match: re.Match[str]) -> str | None:
+        if not looks_random(match.group(f"{name}_value")):
+            return None
+        word = next(w for i, w in enumerate(words) if match.group(f"{name}_w{i}") is not None)
+        if not starts_a_word(match.string, match.start() - word.before, word.word):
+            return None
+        return None if _shape_inside(match) else CONTEXT_MARK
+
+    return judge
+
+
+def _context_shapes() -> tuple[_Shape, ...]:
+    """The second line of defence (``_context``): a random value after a credential word.
+
+    One alternative per anchor letter, its words told apart by an empty group each, so
+    that the rest of the name, the separator and the value are written once per letter.
+    """
+    by_anchor: dict[str, list[ContextWord]] = {}
+    for word in context_words():
+        by_anchor.setdefault(word.anchor, []).append(word)
+    shapes = []
+    for n, (anchor, words) in enumerate(by_anchor.items()):
+        name = f"context_{n}"
+        alternatives = "|".join(f"{w.pattern}(?P<{name}_w{i}>)" for i, w in enumerate(words))
+        shapes.append(
+            _Shape(
+                name,
+                anchor,
+                f"(?:{alternatives})" + context_tail(f"{name}_value"),
+                None,
+                judge=_judge_context(words, name),
+                resume_after_keep=False,
+            )
+        )
+    return tuple(shapes)
+
+
+_CONTEXT_SHAPES: Final = _context_shapes()
+
+# The vendor formats kept as data (``_ruleset``), after the shapes above: at one position
+# the first alternative that matches names the secret.
+_SHAPES_ALL: Final = (
+    *_SHAPES,
+    *_CONTEXT_SHAPES,
+    *(
+        _Shape(v.name, v.anchor, v.pattern, v.kind, back=v.back, guard=v.guard)
+        for v in vendor_shapes()
+    ),
+)
+_SECRETS: Final = _combine(_SHAPES_ALL)
 # Per group name: characters before the anchor that go too, the group kept before the
 # mark, and the mark itself or the judge that decides it per match.
-_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge]]] = {
-    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind)) for s in _SHAPES
+_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge, bool]]] = {
+    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind), s.resume_after_keep)
+    for s in _SHAPES_ALL
 }
 
 
@@ -447,12 +564,12 @@ def redact(text: str) -> str:
     out: list[str] = []
     done = 0  # text[:done] is already in out
     while found is not None:
-        back, keep, mark = _BY_NAME[cast(str, found.lastgroup)]
+        back, keep, mark, after_keep = _BY_NAME[cast(str, found.lastgroup)]
         if not isinstance(mark, str):
             judged = mark(found)
             if judged is None:
                 # Not a secret name after all; its value may still hold a token shape.
-                resume = found.end(keep) if keep is not None else found.start() + 1
+                resume = found.end(keep) if keep is not None and after_keep else found.start() + 1
                 found = _SECRETS.search(text, resume)
                 continue
             mark = judged
