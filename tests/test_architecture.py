@@ -40,6 +40,7 @@ RANKS: dict[str, int] = {
     "sessiontape.report": 2,
     "sessiontape.recorder": 3,
     "sessiontape.replayer": 3,
+    "sessiontape.fleet": 3,
     "sessiontape.boundaries": 4,
     "sessiontape.tape": 5,
     "sessiontape._hookspecs": 6,

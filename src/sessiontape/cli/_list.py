@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from .._errors import SessiontapeError
 from ..cassette import Recording, is_cassette
+from ..fleet import LocalCache, TapeStore, is_url, user_cache_dir
 from ..report import format_ms, summarize_value
 from ._common import CommandError, Progress, print_json, read_recording, recorded_duration
 
@@ -38,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="a folder of cassettes (searched recursively), or a cassette file",
+        help="a folder of cassettes (searched recursively), a cassette file, or a store URL "
+        "(s3://bucket/tapes, file:///x: read through the local cache)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of objects")
 
@@ -47,8 +49,14 @@ def cassettes_in(path: str) -> list[tuple[str, Path]]:
     """The cassettes under ``path`` as ``(name, file)``, sorted by name.
 
     A folder gives its cassettes named by their path under it (other files are skipped);
-    a file is listed under the name it was given.
+    a file is listed under the name it was given. A store URL (``s3://bucket/tapes``)
+    gives its tapes named by their path under it, read through the local cache
+    (``$SESSIONTAPE_CACHE``, default ``~/.cache/sessiontape``).
     """
+    if is_url(path):
+        store = TapeStore(path)
+        cache = LocalCache(user_cache_dir())
+        return [(tape.name, cache.fetch(store, tape)) for tape in store.tapes()]
     target = Path(path)
     if target.is_dir():
         found = [

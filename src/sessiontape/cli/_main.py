@@ -23,6 +23,9 @@ from . import (
     _diff,
     _export,
     _list,
+    _pull,
+    _push,
+    _receipts,
     _report_html,
     _scrub,
     _serve,
@@ -64,6 +67,9 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "report": _report_html,
     "serve": _serve,
     "export": _export,
+    "push": _push,
+    "pull": _pull,
+    "receipts": _receipts,
 }
 
 _DEMO_MODULE: Final = f"{__package__}._demo"

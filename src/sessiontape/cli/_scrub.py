@@ -33,6 +33,7 @@ from ..cassette import (
     Entry,
     Payload,
     ProcessCall,
+    Recording,
     SessionStart,
     Sidecar,
     line_numbers,
@@ -41,7 +42,15 @@ from ..report import FieldDiff, diff_values_counted
 from ..scrub import PathRoots, Scrubber, scrub_fields
 from ._common import CommandError, Progress, load_each, plural, read_recording, write_entries
 
-__all__ = ["SUMMARY", "ScrubbedEntry", "add_arguments", "run", "scrub_entry", "secret_kinds"]
+__all__ = [
+    "SUMMARY",
+    "ScrubbedEntry",
+    "add_arguments",
+    "count_secrets",
+    "run",
+    "scrub_entry",
+    "secret_kinds",
+]
 
 SUMMARY: Final = "redact secrets (and optionally paths) in a cassette, or --check for them"
 
@@ -208,6 +217,16 @@ def secret_kinds(change: FieldDiff) -> list[str]:
     before = set(_MARK.findall(change.expected)) if isinstance(change.expected, str) else set()
     after = _MARK.findall(change.actual) if isinstance(change.actual, str) else []
     return sorted({kind or "secret name" for kind in after if kind not in before})
+
+
+def count_secrets(recording: Recording, scrubber: Scrubber) -> int:
+    """How many values of ``recording`` (its sidecar payloads included) hold a secret that
+    ``scrub --check`` would report."""
+    sidecars: Sidecars = (Sidecar(recording.path), None)
+    return sum(
+        scrub_entry(entry, scrubber, limit=0, sidecars=sidecars).changed
+        for entry in recording.entries
+    )
 
 
 def _check(paths: list[str], scrubber: Scrubber) -> int:

@@ -25,6 +25,7 @@ from .._errors import SessiontapeError
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import fixture_nodeid, read_header, run_settings, shown_path
 from ._run import attach_report
+from ._sources import store_nodeid
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
@@ -52,7 +53,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFi
     header = read_header(file_path)
     if fixture_nodeid(header) and not parent.session.isinitpath(file_path):
         return None
-    file: CassetteFile = CassetteFile.from_parent(parent, path=file_path)
+    # A store's tape is named by its URL, not by where this machine's cache keeps it.
+    nodeid = store_nodeid(parent.config, file_path)
+    file: CassetteFile = CassetteFile.from_parent(parent, path=file_path, nodeid=nodeid)
     file.header = header
     return file
 

@@ -22,6 +22,7 @@ from .._errors import SessiontapeError
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
+    from ..fleet import Shard
 
 __all__ = [
     "MARKER",
@@ -105,7 +106,12 @@ def _record_dir(value: str) -> str:
 
 
 def _replay_path(value: str) -> str:
-    """``--replay PATH``: an existing cassette file or folder."""
+    """``--replay PATH``: an existing cassette file or folder, or a store URL (listed when
+    the run is configured)."""
+    from ..fleet import is_url
+
+    if is_url(value):
+        return value
     path = Path(value)
     if path.is_dir():
         return value
@@ -119,6 +125,13 @@ def _replay_path(value: str) -> str:
             "session_start entry)."
         )
     return value
+
+
+def _shard(value: str) -> Shard:
+    """``--sessiontape-shard i/N`` (the fleet layer loads only when the option is given)."""
+    from ..fleet import parse_shard
+
+    return parse_shard(value)
 
 
 def _report_path(value: str) -> str:
@@ -178,6 +191,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the JSON report of every replayed cassette to PATH.",
     )
+    group.addoption(
+        "--sessiontape-shard",
+        dest="sessiontape_shard",
+        default=None,
+        type=_shard,
+        metavar="i/N",
+        help="replay only shard i of N of the --replay cassettes (one CI job of N), balanced "
+        "by the replay durations of --sessiontape-durations.",
+    )
+    group.addoption(
+        "--sessiontape-durations",
+        dest="sessiontape_durations",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="a receipt of earlier replays (--sessiontape-report, or 'sessiontape receipts "
+        "merge') whose durations balance the shards (repeatable; a tape none knows counts "
+        "the median).",
+    )
+    group.addoption(
+        "--sessiontape-cache",
+        dest="sessiontape_cache",
+        default=None,
+        metavar="DIR",
+        help="where tapes replayed from a store URL are kept (default: .sessiontape-cache "
+        "in the rootdir); each is downloaded once.",
+    )
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -212,6 +252,12 @@ class Settings(NamedTuple):
     noise: tuple[str, ...]
     report: Path | None
     replay: tuple[str, ...]
+    #: ``--sessiontape-shard``: this job's share of the ``--replay`` cassettes.
+    shard: Shard | None = None
+    #: ``--sessiontape-cache``: where tapes from a store URL are kept.
+    cache_dir: Path = Path(".sessiontape-cache")
+    #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
+    durations: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -241,6 +287,14 @@ class Settings(NamedTuple):
             except SessiontapeError as exc:
                 raise pytest.UsageError(f"sessiontape_noise: {exc}") from None
         report: str | None = config.getoption("sessiontape_report")
+        shard: Shard | None = config.getoption("sessiontape_shard")
+        replay = tuple(config.getoption("sessiontape_replay"))
+        if shard is not None and not replay:
+            raise pytest.UsageError(
+                "--sessiontape-shard splits the cassettes of --replay; name them: "
+                f"pytest --replay cassettes/ --sessiontape-shard {shard}"
+            )
+        cache: str | None = config.getoption("sessiontape_cache")
         return cls(
             mode=mode,
             record_session=record_dir is not None,
@@ -248,7 +302,10 @@ class Settings(NamedTuple):
             strict=strict,
             noise=noise,
             report=(invocation / report).resolve() if report else None,
-            replay=tuple(config.getoption("sessiontape_replay")),
+            replay=replay,
+            shard=shard,
+            cache_dir=(invocation / cache).resolve() if cache else base / ".sessiontape-cache",
+            durations=tuple(str(invocation / d) for d in config.getoption("sessiontape_durations")),
         )
 
 

@@ -26,6 +26,7 @@ from ._options import (
     run_settings,
     shown_path,
 )
+from ._sources import RESOLVED, resolve_replay
 
 if TYPE_CHECKING:
     from ..report import ReplayReport
@@ -44,12 +45,14 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = Settings.from_config(config)
     config.stash[SETTINGS] = settings
     if settings.replay:
+        resolved = resolve_replay(settings)
+        config.stash[RESOLVED] = resolved
         # Collect exactly the cassettes asked for, not the testpaths; paths given as
         # arguments as well are kept.
         if config.args_source is pytest.Config.ArgsSource.ARGS:
-            config.args = [*config.args, *settings.replay]
+            config.args = [*config.args, *resolved.paths]
         else:
-            config.args = list(settings.replay)
+            config.args = list(resolved.paths)
     run = _RunPlugin(config, settings)
     # A cleanup runs even when configuring fails later (a conftest with a bad hook
     # signature): the outer run's hooks must come back whatever happens here.
@@ -63,6 +66,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "all (--record-session)" if settings.record_session else settings.mode.value
     cassettes = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/") + "/"
     lines = [f"sessiontape: mode={mode}, cassettes={cassettes}, strict={settings.strict}"]
+    resolved = config.stash.get(RESOLVED, None)
+    if resolved is not None and resolved.header:
+        return lines + list(resolved.header)
     for value in settings.replay:
         path = Path(value)
         if path.is_dir():

@@ -1,0 +1,144 @@
+"""Where ``--replay`` finds its cassettes: local paths, store URLs, and this CI job's shard.
+
+``--replay s3://bucket/tapes`` lists the store, and the tapes this run replays are read
+through the local cache (``--sessiontape-cache DIR``), each downloaded once. With
+``--sessiontape-shard i/N`` the run replays only its share of every ``--replay`` source,
+balanced by the replay durations of earlier receipts (``--sessiontape-durations``): a CI
+job downloads the tapes of its own shard and no others.
+
+Resolved in ``pytest_configure`` of every process: the xdist controller fills the cache
+before its workers start, and each worker (or each host of ``--tx socket=...``) finds the
+same tapes the same way, from its own cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+import pytest
+
+from .._errors import SessiontapeError
+from ._options import Settings, read_header, recorded_by_fixture
+
+if TYPE_CHECKING:
+    from ..fleet import LocalCache, RemoteTape, TapeStore
+
+__all__ = ["CACHE_GITIGNORE", "RESOLVED", "Resolved", "resolve_replay", "store_nodeid"]
+
+#: Written into a cache folder sessiontape makes, so that it is never committed.
+CACHE_GITIGNORE: Final = "# Made by sessiontape: local copies of tapes from a store.\n*\n"
+
+
+class _Candidate(NamedTuple):
+    key: str
+    run_id: str | None
+    local: Path | None = None
+    store: TapeStore | None = None
+    tape: RemoteTape | None = None
+
+
+class Resolved(NamedTuple):
+    """What ``--replay`` resolved to: the paths to collect and lines for the header."""
+
+    paths: tuple[str, ...]
+    header: tuple[str, ...]
+    #: The local copy of each store tape -> the tape's URL: its test id, the same on
+    #: every machine and in every cache (``s3://bucket/tapes/x.jsonl``).
+    urls: dict[str, str]
+
+
+#: What ``--replay`` resolved to in this run.
+RESOLVED: Final = pytest.StashKey[Resolved]()
+
+
+def store_nodeid(config: pytest.Config, path: Path) -> str | None:
+    """The test id of a cassette collected from a store's local copy, else None."""
+    resolved = config.stash.get(RESOLVED, None)
+    return resolved.urls.get(str(path)) if resolved is not None else None
+
+
+def resolve_replay(settings: Settings) -> Resolved:
+    """The local paths to collect for ``settings.replay``, fetching and sharding as asked.
+
+    Without URLs and without a shard, the paths are the ones given, unchanged (and the
+    fleet layer is not even imported).
+    """
+    if settings.shard is None and not any("://" in v for v in settings.replay):
+        return Resolved(settings.replay, (), {})
+    try:
+        return _resolve(settings)
+    except SessiontapeError as exc:
+        raise pytest.UsageError(f"sessiontape: {exc}") from None
+
+
+def _resolve(settings: Settings) -> Resolved:
+    from ..fleet import Durations, TapeStore, is_url, split
+
+    candidates: list[_Candidate] = []
+    direct: list[str] = []
+    header: list[str] = []
+    for value in settings.replay:
+        if is_url(value):
+            store = TapeStore(value)
+            tapes = store.tapes()
+            header.append(f"replay: {store.url} ({len(tapes)} tapes in the store)")
+            candidates += [
+                _Candidate(f"{store.url}/{t.name}", t.run_id, store=store, tape=t) for t in tapes
+            ]
+        elif settings.shard is not None:
+            candidates += [
+                _Candidate(str(file), _run_id(file), local=file) for file in _local(Path(value))
+            ]
+        else:
+            direct.append(value)
+    chosen = candidates
+    if settings.shard is not None:
+        durations = Durations.from_receipts(settings.durations)
+        sharded = split([(c.key, c.run_id) for c in candidates], settings.shard, durations)
+        keep = set(sharded.names)
+        chosen = [c for c in candidates if c.key in keep]
+        loads = ", ".join(f"{seconds:.1f}" for seconds in sharded.loads)
+        header.append(
+            f"shard {settings.shard}: {len(chosen)} of {len(candidates)} tapes "
+            f"(expected seconds per shard: {loads})"
+        )
+    cache = _cache(settings.cache_dir) if any(c.store for c in chosen) else None
+    paths = list(direct)
+    urls: dict[str, str] = {}
+    for candidate in chosen:
+        if candidate.store is not None and candidate.tape is not None and cache is not None:
+            local = str(cache.fetch(candidate.store, candidate.tape))
+            paths.append(local)
+            urls[local] = candidate.key
+        elif candidate.local is not None:
+            paths.append(str(candidate.local))
+    if cache is not None:
+        stats = cache.stats
+        header.append(
+            f"cache {settings.cache_dir}: {stats.downloaded} downloaded "
+            f"({stats.downloaded_bytes:,} bytes), {stats.reused} reused"
+        )
+    return Resolved(tuple(paths), tuple(header), urls)
+
+
+def _local(path: Path) -> list[Path]:
+    from ..cassette import is_cassette
+
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*.jsonl") if is_cassette(p) and not recorded_by_fixture(p))
+
+
+def _run_id(path: Path) -> str | None:
+    header = read_header(path)
+    return header.run_id if header is not None else None
+
+
+def _cache(directory: Path) -> LocalCache:
+    from ..fleet import LocalCache
+
+    if not directory.exists():
+        directory.mkdir(parents=True)
+        (directory / ".gitignore").write_text(CACHE_GITIGNORE, encoding="utf-8")
+    return LocalCache(directory)
