@@ -53,7 +53,7 @@ from ._common import (
     write_entries,
 )
 
-__all__ = ["SUMMARY", "add_arguments", "run", "select"]
+__all__ = ["SUMMARY", "add_arguments", "copy_sidecar_payloads", "run", "select", "task_windows"]
 
 SUMMARY: Final = "cut a worker, task or time window out of a tape into a fixture"
 
@@ -103,7 +103,7 @@ def _mentions(call: CallEntry, pattern: re.Pattern[str]) -> bool:
     return any(pattern.search(text) for value in values for text in _strings(value))
 
 
-def _task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]:
+def task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]:
     """Per worker, the seqs of its first and last call mentioning ``task``."""
     pattern = re.compile(rf"(?<!\w){re.escape(task)}(?!\w)")
     windows: dict[str, tuple[int, int]] = {}
@@ -116,7 +116,7 @@ def _task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]
 
 def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     """The seqs of the calls (and error) to keep, whole top-level calls included."""
-    windows = _task_windows(recording, args.task) if args.task is not None else None
+    windows = task_windows(recording, args.task) if args.task is not None else None
     if windows is not None and not windows:
         raise CommandError(
             f"no call in {recording.path} mentions task {args.task!r} in its argv, arguments "
@@ -163,7 +163,7 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     return keep
 
 
-def _copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
+def copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
     """Copy into the slice's sidecar the payloads its entries keep there."""
     source, target = Sidecar(recording.path), Sidecar(output)
     for entry in kept:
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             kept.append(entry)
     write_entries(args.output, kept)
-    _copy_sidecar_payloads(recording, kept, args.output)
+    copy_sidecar_payloads(recording, kept, args.output)
     calls = [e for e in recording.calls if e.seq in keep]
     workers = ", ".join(dict.fromkeys(c.worker for c in calls))
     note = "; the session_end was left out (a partial slice)" if partial else ""
