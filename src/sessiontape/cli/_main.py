@@ -20,6 +20,7 @@ from typing import Final, Protocol
 from .._errors import SessiontapeError
 from .._version import __version__
 from . import (
+    _corpus,
     _diff,
     _export,
     _list,
@@ -63,6 +64,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "scrub": _scrub,
     "slice": _slice,
     "shrink": _shrink,
+    "corpus": _corpus,
     "report": _report_html,
     "serve": _serve,
     "export": _export,

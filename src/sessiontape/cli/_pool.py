@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ._common import CommandError, command_name
+from ._shapes import agent_step
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -85,9 +86,6 @@ class Verdict:
     seconds: float = 0.0
 
 
-_STEP_KEYS: Final = ("step", "kind", "type", "action", "phase")
-
-
 def _request_identity(boundary: str, request: Any) -> str:
     """The identity of a recorded or actual request (a mismatch's ``expected``/``actual``)."""
     if not isinstance(request, dict):
@@ -100,11 +98,9 @@ def _request_identity(boundary: str, request: Any) -> str:
         return operation
     method = str(request.get("method", ""))
     args = request.get("args")
-    first = args[0] if isinstance(args, list) and args else None
-    if isinstance(first, dict):
-        step = next((first[k] for k in _STEP_KEYS if isinstance(first.get(k), str)), None)
-        if step is not None:
-            return f"{method} {step}".strip()
+    step = agent_step(args[0] if isinstance(args, list) and args else None)
+    if step is not None:
+        return f"{method} {step}".strip()
     return method or boundary
 
 
