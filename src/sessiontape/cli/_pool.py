@@ -55,16 +55,19 @@ class Signature:
     ``kind`` is the first mismatch's kind (``argument_mismatch``, ...) or ``exception`` for
     an error that escaped the hook; ``boundary`` the boundary (or the exception's type);
     ``call`` the identity of the call (``git commit``, a store operation, an agent step) or
-    where the exception was raised (``file:function``). Numbers, paths and ids in messages
-    are not part of it.
+    where the exception was raised (``file:function``); ``fields`` which of the call's
+    fields differ. Numbers, paths and ids in messages are not part of it.
     """
 
     kind: str
     boundary: str
     call: str
+    #: The fields that differ (``argv[3]``), without their values.
+    fields: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.kind} on {self.boundary}: {self.call}"
+        fields = f" ({', '.join(self.fields)} differ)" if self.fields else ""
+        return f"{self.kind} on {self.boundary}: {self.call}{fields}"
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,13 @@ def signature_of_mismatch(mismatch: dict[str, Any]) -> Signature:
             str(mismatch.get("message", "")),
         )
         call = found.group(1) if found else call
-    return Signature(kind, boundary, call)
+    diffs = mismatch.get("diffs")
+    fields = sorted(
+        {str(d["path"]) for d in diffs if isinstance(d, dict) and "path" in d}
+        if isinstance(diffs, list)
+        else set()
+    )
+    return Signature(kind, boundary, call, tuple(fields))
 
 
 # -- the worker side -------------------------------------------------------------------

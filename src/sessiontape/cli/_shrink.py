@@ -253,6 +253,28 @@ class _Search:
         ]
         self.first([(c, "cut after the failure") for c in cuts if c is not None])
 
+    def focus(self) -> None:
+        """Everything but the failing call's task, and everything but its worker: one
+        candidate each, which often does most of the work at once."""
+        self.phase = "focus"
+        verdict = self.verdict
+        if verdict is None or verdict.seq is None or verdict.seq >= len(self.origin):
+            return
+        seq = self.origin[verdict.seq]
+        root = self.tape.tree.root_of.get(seq, seq)
+        tasks = self.tape.tasks(self.best)
+        others = [t for t in tasks if root not in t.seqs]
+        if len(others) < len(tasks):
+            cut = self.tape.without_all(self.best, others)
+            if cut is not None:
+                self.first([(cut, "tasks")])
+        worker = self.tape.by_seq[seq].worker
+        workers = [w for w in self.tape.workers(self.best) if root not in w.seqs]
+        if workers and worker != "main":
+            cut = self.tape.without_all(self.best, workers)
+            if cut is not None:
+                self.first([(cut, "workers")])
+
     def drop_unconsumed(self) -> None:
         """What the failing replay never asked for."""
         self.phase = "drop unconsumed"
@@ -289,6 +311,7 @@ class _Search:
             before = self.entries, len(self.best.dropped_items)
             self.cut_after_failure()
             self.drop_unconsumed()
+            self.focus()
             self.ddmin("tasks", self.tape.tasks)
             self.ddmin("snapshot items", self.tape.items)
             self.ddmin("workers", self.tape.workers)
