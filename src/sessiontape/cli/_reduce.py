@@ -22,6 +22,7 @@ import msgspec
 
 from ..cassette import (
     Entry,
+    Error,
     ProcessCall,
     Recording,
     SessionEnd,
@@ -235,9 +236,9 @@ class Tape:
 
 
 def _removable(entry: Entry) -> bool:
-    """Calls and the session's error entries; the header, snapshots, resumes and the end
-    are kept (snapshots lose items instead)."""
-    return is_call(entry) or type(entry).__name__ == "Error"
+    """Calls, the session's error and its end (a tape without one compares no outcome);
+    the header, snapshots and resumes are kept (snapshots lose items instead)."""
+    return is_call(entry) or isinstance(entry, (Error, SessionEnd))
 
 
 def _lists(data: Any) -> Iterator[tuple[str | None, list[Any]]]:
