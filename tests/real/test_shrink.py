@@ -151,7 +151,8 @@ def _check_shrunk(
     made = shrunk.header.shrunk_from
     assert made is not None
     assert (made.run_id, made.entries) == (original.header.run_id, len(original.entries))
-    assert made.how and made.failure == figures["failure"]
+    assert made.how
+    assert made.failure == figures["failure"]
     # It fails the same way under pytest --replay.
     before = signature_of_mismatch(_first_mismatch(project, tape, tmp_path / "before.json"))
     after = signature_of_mismatch(_first_mismatch(project, out, tmp_path / "after.json"))
@@ -171,7 +172,8 @@ def test_a_gardener_tape_shrinks_to_the_failing_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     original = sessiontape.load(project.garden)
-    assert len(original.worker_ids()) >= 3 and len(original.entries) > 400
+    assert len(original.worker_ids()) >= 3
+    assert len(original.entries) > 400
     before = _digest(project.garden)
     monkeypatch.setenv(shrinkapps.PLANT, "bed-07")
     out = tmp_path / "small.jsonl"
@@ -198,7 +200,8 @@ def test_a_subprocess_tape_shrinks_to_the_failing_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     original = sessiontape.load(project.batch)
-    assert len(original.entries) >= 2000 and len(original.worker_ids()) >= 3
+    assert len(original.entries) >= 2000
+    assert len(original.worker_ids()) >= 3
     monkeypatch.setenv(shrinkapps.PLANT, "job-17")
     out = tmp_path / "small.jsonl"
     code, figures = _shrink(str(project.batch), "-o", str(out), capsys=capsys)
@@ -215,7 +218,8 @@ def test_a_tape_that_replays_clean_is_refused(
     out = tmp_path / "small.jsonl"
     assert main(["shrink", str(project.batch), "-o", str(out), "-j", "1"]) == 2
     err = capsys.readouterr().err
-    assert "its replay passes" in err and "nothing to shrink" in err
+    assert "its replay passes" in err
+    assert "nothing to shrink" in err
     assert not out.exists()
 
 
@@ -225,6 +229,7 @@ def test_until_runs_the_users_command(
     out = tmp_path / "small.jsonl"
     test = "grep -q 'job-05 step 3' {}"
     code, figures = _shrink(str(project.batch), "-o", str(out), "--until", test, capsys=capsys)
+    assert figures["failure"] == "until on command: exit 0"
     assert code == 0
     shrunk = sessiontape.load(out)
     assert "job-05 step 3" in out.read_text()
@@ -245,7 +250,8 @@ def test_a_spent_budget_leaves_the_best_tape_so_far(
     out = tmp_path / "small.jsonl"
     code, figures = _shrink(str(project.batch), "-o", str(out), "--budget", "0", capsys=capsys)
     assert code == 0
-    assert figures["budget_spent"] and figures["valid"]
+    assert figures["budget_spent"]
+    assert figures["valid"]
     assert figures["entries_after"] == figures["entries_before"]
     assert main(["validate", str(out)]) == 0
 
