@@ -41,6 +41,7 @@ PLANT = "SHRINK_TEST_PLANT"
 SPAWN_LOG = "SHRINK_TEST_SPAWN_LOG"
 GARDEN_ENTRY = "long-garden"
 BATCH_ENTRY = "long-batch"
+SHAPES_ENTRY = "shapes"
 
 
 # -- the gardener with a long backlog ---------------------------------------------------
@@ -210,6 +211,23 @@ def run_batch(tape: sessiontape.Tape, jobs: int = 36, workers: int = 3, steps: i
     return tape.finish(outcome={"done": len(done)})
 
 
+# -- a program of a few commands, for corpora -------------------------------------------
+
+
+def run_shapes(tape: sessiontape.Tape, commands: list[list[str]]) -> Any:
+    """Run ``commands`` one after the other (``corpus`` tests: each tape a behaviour)."""
+    outputs = []
+    with tape.patch_subprocess():
+        for argv in commands:
+            outputs.append(subprocess.run(argv, capture_output=True, check=False).returncode)
+    return tape.finish(outcome={"codes": outputs})
+
+
+def record_shapes(path: Path, commands: list[list[str]]) -> None:
+    with sessiontape.record(path, config={"commands": commands}, entrypoint=SHAPES_ENTRY) as tape:
+        run_shapes(tape, commands)
+
+
 # -- replay: the hook the project conftest forwards to ----------------------------------
 
 
@@ -239,7 +257,7 @@ def counting_spawns() -> Iterator[list[str]]:
 def replay_hook(tape: sessiontape.ReplayTape, recording: sessiontape.Recording) -> Any:
     """``sessiontape_replay`` for both programs; logs the spawns of each replay."""
     entry = recording.header.entrypoint
-    if entry not in (GARDEN_ENTRY, BATCH_ENTRY):
+    if entry not in (GARDEN_ENTRY, BATCH_ENTRY, SHAPES_ENTRY):
         return None
     config = recording.header.config or {}
     log = os.environ.get(SPAWN_LOG)
@@ -252,6 +270,8 @@ def replay_hook(tape: sessiontape.ReplayTape, recording: sessiontape.Recording) 
             tape.set_roots({"work": str(workdir)})
             if entry == GARDEN_ENTRY:
                 run_garden(tape, workdir, config["tasks"], config["workers"])
+            elif entry == SHAPES_ENTRY:
+                run_shapes(tape, config["commands"])
             else:
                 run_batch(tape, config["jobs"], config["workers"], config["steps"])
     finally:
@@ -260,6 +280,18 @@ def replay_hook(tape: sessiontape.ReplayTape, recording: sessiontape.Recording) 
             with open(log, "a") as fh:
                 fh.write(f"{len(started)}\n")
     return True
+
+
+def make_project(root: Path) -> None:
+    """Make ``root`` a project whose conftest replays these programs."""
+    import shutil
+
+    shutil.copy(__file__, root / "shrinkapp.py")
+    (root / "conftest.py").write_text(
+        "from shrinkapp import replay_hook\n\n\n"
+        "def sessiontape_replay(tape, recording):\n"
+        "    return replay_hook(tape, recording)\n"
+    )
 
 
 def record_garden(path: Path, workdir: Path, tasks: int = 24, workers: int = 3) -> None:

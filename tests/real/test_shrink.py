@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,8 +30,6 @@ from sessiontape.cli._pool import signature_of_mismatch
 
 from . import shrinkapps
 
-HERE = Path(__file__).parent
-
 
 @dataclass(frozen=True)
 class Project:
@@ -45,12 +42,7 @@ class Project:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     """A project with the two programs, their replay hook and their recorded tapes."""
     root = tmp_path_factory.mktemp("project")
-    shutil.copy(HERE / "shrinkapps.py", root / "shrinkapp.py")
-    (root / "conftest.py").write_text(
-        "from shrinkapp import replay_hook\n\n\n"
-        "def sessiontape_replay(tape, recording):\n"
-        "    return replay_hook(tape, recording)\n"
-    )
+    shrinkapps.make_project(root)
     garden, batch = root / "tapes" / "garden.jsonl", root / "tapes" / "batch.jsonl"
     shrinkapps.record_garden(garden, root / "live-garden", tasks=24, workers=3)
     shrinkapps.record_batch(batch, jobs=36, workers=3, steps=57)
