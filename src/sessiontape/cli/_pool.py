@@ -145,8 +145,15 @@ class _Serve:
 
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         self.results.put(("ready", self.wid, None, None))
+        parent = os.getppid()
         while True:
-            job = self.jobs.get()
+            try:
+                job = self.jobs.get(timeout=1.0)
+            except queue.Empty:
+                # A parent that was killed cannot say stop: a worker never outlives it.
+                if os.getppid() != parent:
+                    return True
+                continue
             if job is None:
                 return True
             jid, path = job

@@ -13,6 +13,7 @@ a top-level call with everything nested in it, one call, one snapshot item.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ..cassette import (
     StoreSnapshot,
 )
 from ._common import CallTree, is_call
-from ._slice import copy_sidecar_payloads, task_windows
+from ._slice import copy_sidecar_payloads, task_windows_of
 
 __all__ = ["Cut", "Tape", "simpler_outputs"]
 
@@ -196,23 +197,24 @@ class Tape:
         ]
 
     def tasks(self, cut: Cut) -> list[Unit]:
-        """Each snapshot item with an id, with the calls of its task (what each worker did
-        from the first call that names the id to the last)."""
+        """Each snapshot item with an id, with the calls of its task: what each worker did
+        from its first call that names the id to its last (as ``slice --task`` finds them,
+        for every id in one pass over the tape)."""
+        named = [(item, _item_id(self._item_value(item))) for item in self._snapshot_items(cut)]
+        windows = task_windows_of(self.recording, {task for _, task in named if task})
+        roots: dict[str, list[int]] = {}
+        for entry in self.entries:
+            if entry.seq in cut.kept and self.tree.root_of.get(entry.seq) == entry.seq:
+                roots.setdefault(entry.worker, []).append(entry.seq)
         units: list[Unit] = []
-        for item in self._snapshot_items(cut):
-            value = self._item_value(item)
-            task = _item_id(value)
+        for item, task in named:
             if task is None:
                 continue
             seqs: set[int] = set()
-            for worker, (first, last) in task_windows(self.recording, task).items():
+            for worker, (first, last) in windows.get(task, {}).items():
+                ordered = roots.get(worker, [])
                 seqs.update(
-                    e.seq
-                    for e in self.entries
-                    if e.worker == worker
-                    and first <= e.seq <= last
-                    and e.seq in cut.kept
-                    and self.tree.root_of.get(e.seq) == e.seq
+                    ordered[bisect.bisect_left(ordered, first) : bisect.bisect_right(ordered, last)]
                 )
             units.append(Unit(frozenset(seqs), frozenset((item,)), label=f"task {task}"))
         return units
