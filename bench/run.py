@@ -57,6 +57,7 @@ from cases import (  # noqa: E402
     record,
     replay_call,
     report,
+    shrink,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
@@ -94,6 +95,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 60,
         "big_corpus": 500,
         "corpus_rounds": 3,
+        "shrink_entries": 10_000,
+        "shrink_big_entries": 100_000,
+        "shrink_budget": 15.0,
+        "minimize_tapes": 500,
     },
     "quick": {
         "tapes": {
@@ -120,6 +125,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 60,
         "big_corpus": 100,
         "corpus_rounds": 1,
+        "shrink_entries": 2_000,
+        "shrink_big_entries": 10_000,
+        "shrink_budget": 20.0,
+        "minimize_tapes": 100,
     },
     "tiny": {
         "tapes": {
@@ -146,6 +155,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "corpus": 4,
         "big_corpus": 6,
         "corpus_rounds": 1,
+        "shrink_entries": 400,
+        "shrink_big_entries": 1_000,
+        "shrink_budget": 5.0,
+        "minimize_tapes": 8,
     },
 }
 
@@ -159,6 +172,7 @@ ALL_CASES: Final = (
     "memory",
     "load",
     "report",
+    "shrink",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -242,6 +256,16 @@ def _cases(
             "sessiontape report against sessiontape.load",
             lambda: report.run(
                 path=tapes["report"]["path"], workdir=workdir, repeat=prof["report_repeat"]
+            ),
+        ),
+        "shrink": (
+            "sessiontape shrink (a long tape; one under a budget) and corpus --minimize",
+            lambda: shrink.run(
+                workdir=workdir,
+                entries=prof["shrink_entries"],
+                big_entries=prof["shrink_big_entries"],
+                budget=prof["shrink_budget"],
+                tapes=prof["minimize_tapes"],
             ),
         ),
     }

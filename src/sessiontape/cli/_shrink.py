@@ -156,6 +156,8 @@ class _Search:
         self.started = time.monotonic()
         self.phase = "start"
         self.out_of_time = False
+        #: How long the last batch of candidates took, written and replayed.
+        self._batch_s = 0.0
         header = tape.header
         base = header.shrunk_from
         self._from = ShrunkFrom(
@@ -173,7 +175,9 @@ class _Search:
         return ShrunkFrom(self._from.run_id, self._from.entries, self._from.failure, how)
 
     def _timed_out(self) -> bool:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        # A batch that would end past the deadline is not started: the budget is kept,
+        # not overrun by the last batch (on a long tape one takes seconds).
+        if self.deadline is not None and time.monotonic() + self._batch_s >= self.deadline:
             self.out_of_time = True
         return self.out_of_time
 
@@ -187,6 +191,7 @@ class _Search:
         same way. Whether one was accepted."""
         if not cuts or self._timed_out():
             return False
+        began = time.monotonic()
         paths, origins = [], []
         for index, (cut, _) in enumerate(cuts):
             path = str(self.work / f"candidate-{index}.jsonl")
@@ -194,15 +199,17 @@ class _Search:
             paths.append(path)
         verdicts = self.oracle.run(paths)
         self.tried += len(cuts)
+        accepted = False
         for (cut, step), verdict, origin in zip(cuts, verdicts, origins, strict=True):
             if not verdict.passed and not verdict.lost and verdict.signature == self.signature:
                 self.best, self.verdict, self.origin = cut, verdict, origin
                 self.steps[step] = self.steps.get(step, 0) + 1
                 self.tape.write(cut, self.shrunk(), self.output)
-                self.progress(self)
-                return True
+                accepted = True
+                break
+        self._batch_s = time.monotonic() - began
         self.progress(self)
-        return False
+        return accepted
 
     def ddmin(
         self, step: str, units_of: Callable[[Cut], list[Unit]], limit: int | None = None
