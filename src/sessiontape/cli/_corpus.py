@@ -90,6 +90,7 @@ class _Tape:
     shapes: set[str]
     lines: frozenset[str] = frozenset()
     passed: bool = True
+    skipped: bool = False
     problem: str = ""
     features: set[str] = field(default_factory=set)
 
@@ -105,12 +106,12 @@ def _replayed(paths: Sequence[Path], root: str, args: argparse.Namespace) -> lis
 def _cover(tapes: list[_Tape]) -> list[_Tape]:
     """Greedy set cover: tapes that fail are kept as they are; then, while something is
     uncovered, the tape that covers most of it (fewer entries first on a tie)."""
-    keep = [t for t in tapes if not t.passed]
+    keep = [t for t in tapes if not t.passed or t.skipped]
     covered: set[str] = set()
     for tape in keep:
         covered |= tape.features
     wanted = set().union(*(t.features for t in tapes)) - covered if tapes else set()
-    candidates = [t for t in tapes if t.passed]
+    candidates = [t for t in tapes if t.passed and not t.skipped]
     while wanted:
         best = max(candidates, key=lambda t: (len(t.features & wanted), -t.entries, t.name))
         gain = best.features & wanted
@@ -178,8 +179,12 @@ def run(args: argparse.Namespace) -> int:
     for tape, verdict in zip(
         tapes, _replayed([t.path for t in tapes], args.path, args), strict=True
     ):
-        tape.passed = verdict.passed
-        tape.problem = "" if verdict.passed else verdict.summary or "its replay failed"
+        # A tape pytest does not collect (one a `tape` fixture recorded: its test replays
+        # it) is kept as it is, and covers what it holds.
+        skipped = verdict.signature is not None and verdict.signature.kind == "uncollected"
+        tape.passed = verdict.passed or skipped
+        tape.skipped = skipped
+        tape.problem = "" if tape.passed else verdict.summary or "its replay failed"
         tape.lines = verdict.lines
         tape.features = {f"shape {s}" for s in tape.shapes} | {f"line {n}" for n in tape.lines}
     return _report(args, root, tapes)

@@ -152,10 +152,15 @@ class _Serve:
             except queue.Empty:
                 # A parent that was killed cannot say stop: a worker never outlives it.
                 if os.getppid() != parent:
-                    return True
+                    os._exit(0)
                 continue
             if job is None:
-                return True
+                # Every item's fixtures, session-scoped ones included, were torn down after
+                # it (each ran as the last item); pytest's end of session (its summary,
+                # plugins importing their reports) would only make the parent wait.
+                self.results.close()
+                self.results.join_thread()
+                os._exit(0)
             jid, path = job
             self.results.put(("start", self.wid, jid, None))
             started = time.perf_counter()

@@ -69,6 +69,7 @@ class Tape:
         self.entries: list[Entry] = [e for e in recording.entries if e.seq != self.header.seq]
         self.by_seq: dict[int, Entry] = {e.seq: e for e in self.entries}
         self.tree = CallTree(recording.entries)
+        self._windows: dict[str, dict[str, tuple[int, int]]] | None = None
 
     @property
     def whole(self) -> Cut:
@@ -201,7 +202,11 @@ class Tape:
         from its first call that names the id to its last (as ``slice --task`` finds them,
         for every id in one pass over the tape)."""
         named = [(item, _item_id(self._item_value(item))) for item in self._snapshot_items(cut)]
-        windows = task_windows_of(self.recording, {task for _, task in named if task})
+        if self._windows is None:
+            # One pass over the original tape, for every id of the original snapshots.
+            every = [_item_id(self._item_value(i)) for i in self._snapshot_items(self.whole)]
+            self._windows = task_windows_of(self.recording, {t for t in every if t})
+        windows = self._windows
         roots: dict[str, list[int]] = {}
         for entry in self.entries:
             if entry.seq in cut.kept and self.tree.root_of.get(entry.seq) == entry.seq:

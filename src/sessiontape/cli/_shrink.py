@@ -216,6 +216,8 @@ class _Search:
     ) -> None:
         """Delta debugging: remove chunks of ``units``, halving the chunks when none can go."""
         self.phase = step
+        if self._timed_out():
+            return
         units = units_of(self.best)
         chunks_wanted = min(2, len(units))
         start = 0
@@ -428,6 +430,12 @@ def _prepare(
             f"{args.path}: its replay passes (pytest --replay through the project's "
             "sessiontape_replay hook), so there is no failure to keep and nothing to shrink. "
             "To cut a passing tape, use 'sessiontape slice'."
+        )
+    if verdict.signature.kind in ("failed", "uncollected"):
+        raise CommandError(
+            f"{args.path}: its replay fails before anything is replayed ({verdict.summary}); "
+            "shrink keeps a failure of the replay itself. Run 'pytest --replay' on it and "
+            "fix what it says first."
         )
     oracle.timeout = args.timeout if args.timeout is not None else max(30.0, 10 * verdict.seconds)
     search = _Search(tape, oracle, verdict.signature, work, args.output, deadline, show)
