@@ -399,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
                 interrupted = True
         finally:
             oracle.close()
-            if show is not None and sys.stderr.isatty():
+            if sys.stderr.isatty():
                 sys.stderr.write("\r\x1b[K")
     spent = time.monotonic() - started
     return _report(args, recording.entries, search, spent, interrupted)
