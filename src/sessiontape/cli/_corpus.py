@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..cassette import is_cassette, load, sidecar_dir
-from ._catalog import _discover as discover
 from ._common import CommandError, plural, print_json
 from ._shapes import call_shape
 
@@ -171,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
                 "--coverage needs coverage.py: pip install 'sessiontape[coverage]'."
             ) from None
         args.coverage = os.path.abspath(args.coverage)
+    from ._catalog import _discover as discover
+
     tapes: list[_Tape] = []
     for name, path in discover([args.path]):
         recording = load(path)

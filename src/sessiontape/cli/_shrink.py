@@ -27,21 +27,21 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..cassette import ShrunkFrom, is_cassette, load
 from ._common import CommandError, plural, positive_int, print_json, read_recording, seconds
-from ._pool import Pool, Signature, Verdict
-from ._reduce import Cut, Tape, Unit, simpler_outputs
+
+if TYPE_CHECKING:
+    # The engine loads when shrink runs, not with every other command (start-up time).
+    from ._pool import Pool, Signature, Verdict
+    from ._reduce import Cut, Tape, Unit
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
 
 SUMMARY: Final = "the smallest tape that still fails the same way (for a fixture)"
 
-#: The signature every candidate gets when ``--until`` decides.
-_UNTIL: Final = Signature("until", "command", "exit 0")
 #: Top-level calls are first removed in at most this many windows of time.
 _TIME_WINDOWS: Final = 16
 
@@ -86,6 +86,12 @@ class _Until:
     """``--until CMD``: the user's command decides, several at a time."""
 
     def __init__(self, command: str, jobs: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ._pool import Signature
+
+        #: The signature every candidate gets when the command exits 0.
+        self.signature = Signature("until", "command", "exit 0")
         self.command = command
         self.size = jobs
         self.replays = 0
@@ -93,6 +99,8 @@ class _Until:
         self._threads = ThreadPoolExecutor(max_workers=jobs)
 
     def _one(self, path: str) -> Verdict:
+        from ._pool import Verdict
+
         quoted = shlex.quote(path)
         line = (
             self.command.replace("{}", quoted)
@@ -113,7 +121,7 @@ class _Until:
             return Verdict(True, lost=True)
         spent = time.perf_counter() - started
         if code == 0:
-            return Verdict(False, _UNTIL, "the command exited 0", seconds=spent)
+            return Verdict(False, self.signature, "the command exited 0", seconds=spent)
         return Verdict(True, seconds=spent)
 
     def run(self, paths: Sequence[str]) -> list[Verdict]:
@@ -290,6 +298,8 @@ class _Search:
         verdict = self.verdict
         if verdict is None or not verdict.unconsumed:
             return
+        from ._reduce import Unit
+
         seqs = frozenset(self.origin[s] for s in verdict.unconsumed if s < len(self.origin))
         cut = self.tape.without(self.best, Unit(seqs))
         if cut is not None:
@@ -297,6 +307,8 @@ class _Search:
 
     def simplify(self) -> None:
         """Shorter recorded outputs, where the failure does not depend on them."""
+        from ._reduce import Cut, simpler_outputs
+
         self.phase = "simpler values"
         seqs = [e.seq for e in self.tape.entries if e.seq in self.best.kept]
         pending: list[tuple[int, str, Any]] = []
@@ -380,6 +392,9 @@ def _progress_line(stream: Any) -> Callable[[_Search], None]:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape shrink``."""
+    from ._pool import Pool
+    from ._reduce import Tape
+
     _check_output(args.path, args.output)
     recording = read_recording(args.path)
     tape = Tape(recording)
