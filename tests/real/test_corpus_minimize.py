@@ -178,3 +178,26 @@ def test_move_to_inside_the_corpus_is_refused(
     _, tapes = corpus
     assert main(["corpus", str(tapes), "--minimize", "--move-to", str(tapes / "old")]) == 2
     assert "is inside" in capsys.readouterr().err
+
+
+def test_coverage_adds_the_lines_each_replay_runs(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("coverage")
+    root, source = corpus
+    tapes = tmp_path / "few"
+    for path in sorted(source.rglob("tape-00*.jsonl")):
+        target = tapes / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    monkeypatch.chdir(root)
+    assert main(["corpus", str(tapes), "--minimize", "--coverage", str(root), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # The program's lines that the replays ran: run_shapes and the replay hook at least.
+    assert result["lines"] > 10
+    assert len(result["keep"]) >= len(RARE)
+    assert main(["corpus", str(tapes), "--coverage", str(root)]) == 0
+    assert f"call shapes and {result['lines']:,} lines" in capsys.readouterr().out
