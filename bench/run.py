@@ -58,6 +58,7 @@ from cases import (  # noqa: E402
     replay_call,
     report,
     startup,
+    shrink,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
@@ -96,6 +97,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "big_corpus": 500,
         "corpus_rounds": 3,
         "startup_rounds": 15,
+        "shrink_entries": 10_000,
+        "shrink_big_entries": 100_000,
+        "shrink_budget": 15.0,
+        "minimize_tapes": 500,
     },
     "quick": {
         "tapes": {
@@ -123,6 +128,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "big_corpus": 100,
         "corpus_rounds": 1,
         "startup_rounds": 5,
+        "shrink_entries": 2_000,
+        "shrink_big_entries": 10_000,
+        "shrink_budget": 20.0,
+        "minimize_tapes": 100,
     },
     "tiny": {
         "tapes": {
@@ -150,6 +159,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "big_corpus": 6,
         "corpus_rounds": 1,
         "startup_rounds": 1,
+        "shrink_entries": 400,
+        "shrink_big_entries": 1_000,
+        "shrink_budget": 5.0,
+        "minimize_tapes": 8,
     },
 }
 
@@ -164,6 +177,7 @@ ALL_CASES: Final = (
     "load",
     "report",
     "startup",
+    "shrink",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -252,6 +266,16 @@ def _cases(
         "startup": (
             "start-up: entry points, a one-test pytest run, record(None) (whole processes)",
             lambda: startup.run(rounds=prof["startup_rounds"], workdir=workdir),
+        ),
+        "shrink": (
+            "sessiontape shrink (a long tape; one under a budget) and corpus --minimize",
+            lambda: shrink.run(
+                workdir=workdir,
+                entries=prof["shrink_entries"],
+                big_entries=prof["shrink_big_entries"],
+                budget=prof["shrink_budget"],
+                tapes=prof["minimize_tapes"],
+            ),
         ),
     }
 

@@ -159,6 +159,20 @@ def _check_startup(res: dict[str, Any]) -> None:
 
 
 #: Each group of cases, how its results are checked, and the targets its rows carry.
+def _check_shrink(res: dict[str, Any]) -> None:
+    shrink = res["shrink"]
+    for run in (shrink["shrink"], shrink["budget"]):
+        assert run["valid"]
+        assert _positive(run["candidates"])
+        assert _positive(run["wall_ns"])
+        assert run["entries_after"] < run["entries_before"]
+    assert shrink["shrink"]["entries_after"] <= 2 * shrink["shrink"]["smallest"]
+    minimize = shrink["minimize"]
+    assert minimize["kept"] == 1
+    assert _positive(minimize["replay_ns"])
+    assert _positive(minimize["minimize_ns"])
+
+
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
     "recording": (
         ("disabled", "record"),
@@ -193,6 +207,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
         _check_startup,
         {"startup_entry_ms", "startup_run_ratio", "startup_record_none_ms"},
     ),
+    "shrink": (("shrink",), _check_shrink, set()),
 }
 
 

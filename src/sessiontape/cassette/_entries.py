@@ -41,6 +41,7 @@ __all__ = [
     "SessionEnd",
     "SessionResume",
     "SessionStart",
+    "ShrunkFrom",
     "StoreMutation",
     "StoreSnapshot",
     "Usage",
@@ -164,8 +165,22 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     parent: Seq | None = None
 
 
+class ShrunkFrom(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What ``sessiontape shrink`` made a tape from: the original's run id and entry count,
+    the failure it kept, and the reductions that were accepted, in order."""
+
+    run_id: str
+    entries: int
+    failure: str = ""
+    how: list[str] = msgspec.field(default_factory=list)
+
+
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
-    """The first line of every cassette: who recorded what, where, and with which settings."""
+    """The first line of every cassette: who recorded what, where, and with which settings.
+
+    ``shrunk_from`` is set on a tape written by ``sessiontape shrink`` (``None`` on a
+    recorded one, and on every tape written before it existed).
+    """
 
     format_version: int = FORMAT_VERSION
     run_id: str
@@ -179,6 +194,7 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     platform: str = ""
     python: str = ""
     roots: dict[str, str] = msgspec.field(default_factory=dict)
+    shrunk_from: ShrunkFrom | None = None
 
 
 class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):

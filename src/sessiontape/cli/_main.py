@@ -20,6 +20,7 @@ from typing import Final, Protocol
 from .._errors import SessiontapeError
 from .._version import __version__
 from . import (
+    _corpus,
     _diff,
     _export,
     _list,
@@ -30,6 +31,7 @@ from . import (
     _scrub,
     _serve,
     _show,
+    _shrink,
     _slice,
     _stats,
     _validate,
@@ -64,6 +66,8 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "validate": _validate,
     "scrub": _scrub,
     "slice": _slice,
+    "shrink": _shrink,
+    "corpus": _corpus,
     "report": _report_html,
     "serve": _serve,
     "export": _export,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, Final
 
 from ..cassette import (
@@ -53,7 +53,15 @@ from ._common import (
     write_entries,
 )
 
-__all__ = ["SUMMARY", "add_arguments", "run", "select"]
+__all__ = [
+    "SUMMARY",
+    "add_arguments",
+    "copy_sidecar_payloads",
+    "run",
+    "select",
+    "task_windows",
+    "task_windows_of",
+]
 
 SUMMARY: Final = "cut a worker, task or time window out of a tape into a fixture"
 
@@ -95,28 +103,61 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _mentions(call: CallEntry, pattern: re.Pattern[str]) -> bool:
-    if isinstance(call, ProcessCall):
-        values: list[Any] = [call.argv]
-    else:
-        values = [call.args, call.kwargs, call.result]
-    return any(pattern.search(text) for value in values for text in _strings(value))
+_WORD: Final = re.compile(r"\w+")
+_WORD_CHAR: Final = re.compile(r"\w")
 
 
-def _task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]:
+def task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]:
     """Per worker, the seqs of its first and last call mentioning ``task``."""
-    pattern = re.compile(rf"(?<!\w){re.escape(task)}(?!\w)")
-    windows: dict[str, tuple[int, int]] = {}
+    return task_windows_of(recording, {task}).get(task, {})
+
+
+def task_windows_of(
+    recording: Recording, tasks: Collection[str]
+) -> dict[str, dict[str, tuple[int, int]]]:
+    """:func:`task_windows` for many tasks in one pass over the tape.
+
+    A task id is found as a whole word (not inside a longer word): where a run of word
+    characters starts, the text of each id length is looked up among the ids.
+    """
+    by_length: dict[int, set[str]] = {}
+    slow: list[tuple[str, re.Pattern[str]]] = []
+    for task in tasks:
+        if task and _WORD_CHAR.match(task):
+            by_length.setdefault(len(task), set()).add(task)
+        else:  # an id that does not start with a word character: matched the slow way
+            slow.append((task, re.compile(rf"(?<!\w){re.escape(task)}(?!\w)")))
+    lengths = sorted(by_length.items())
+    windows: dict[str, dict[str, tuple[int, int]]] = {}
     for call in recording.calls:
-        if _mentions(call, pattern):
-            first, _ = windows.get(call.worker, (call.seq, call.seq))
-            windows[call.worker] = (first, call.seq)
+        found: set[str] = set()
+        for text in _texts(call):
+            for word in _WORD.finditer(text):
+                start = word.start()
+                for length, ids in lengths:
+                    end = start + length
+                    candidate = text[start:end]
+                    if candidate in ids and not (end < len(text) and _WORD_CHAR.match(text, end)):
+                        found.add(candidate)
+            found.update(task for task, pattern in slow if pattern.search(text))
+        for task in found:
+            per_worker = windows.setdefault(task, {})
+            first, _ = per_worker.get(call.worker, (call.seq, call.seq))
+            per_worker[call.worker] = (first, call.seq)
     return windows
+
+
+def _texts(call: CallEntry) -> Iterator[str]:
+    if isinstance(call, ProcessCall):
+        yield from _strings(call.argv)
+    else:
+        for value in (call.args, call.kwargs, call.result):
+            yield from _strings(value)
 
 
 def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     """The seqs of the calls (and error) to keep, whole top-level calls included."""
-    windows = _task_windows(recording, args.task) if args.task is not None else None
+    windows = task_windows(recording, args.task) if args.task is not None else None
     if windows is not None and not windows:
         raise CommandError(
             f"no call in {recording.path} mentions task {args.task!r} in its argv, arguments "
@@ -163,7 +204,7 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     return keep
 
 
-def _copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
+def copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
     """Copy into the slice's sidecar the payloads its entries keep there."""
     source, target = Sidecar(recording.path), Sidecar(output)
     for entry in kept:
@@ -201,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             kept.append(entry)
     write_entries(args.output, kept)
-    _copy_sidecar_payloads(recording, kept, args.output)
+    copy_sidecar_payloads(recording, kept, args.output)
     calls = [e for e in recording.calls if e.seq in keep]
     workers = ", ".join(dict.fromkeys(c.worker for c in calls))
     note = "; the session_end was left out (a partial slice)" if partial else ""

@@ -25,10 +25,11 @@ from ._items import (
     pytest_collection_finish,
     pytest_runtest_teardown,
 )
-from ._options import RecordMode, pytest_addoption
+from ._options import REPORT_PROPERTY, RecordMode, pytest_addoption
 from ._run import pytest_configure, pytest_report_header
 
 __all__ = [
+    "REPORT_PROPERTY",
     "CassetteFile",
     "CassetteItem",
     "RecordMode",

@@ -1,0 +1,203 @@
+"""``sessiontape corpus``: what a corpus of real tapes covers, and ``--minimize``.
+
+A corpus of 220 tapes, each recorded for real, where most repeat a few behaviours (the
+same commands with other arguments) and a few behaviours have a single tape. ``--minimize
+--move-to`` must keep a subset that replays (``pytest --replay``) every call shape of the
+whole corpus, keep the only tape of each shape, move the rest (never delete), and leave
+a file that is not a cassette where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import sessiontape
+from sessiontape.cassette import is_cassette
+from sessiontape.cli import main
+from sessiontape.cli._shapes import call_shape
+
+from . import shrinkapps
+
+#: Behaviours repeated by most tapes ({} is each tape's own value: same shape).
+COMMON = (
+    [["echo", "-n", "{}"]],
+    [["printf", "%s\n", "{}"], ["true"]],
+    [["sh", "-c", "echo {}"]],
+)
+#: Behaviours with a single tape each.
+RARE = (
+    [["ls", "-a", "."]],
+    [["uname", "-s"]],
+    [["date", "-u"]],
+    [["env", "-u", "HOME", "true"]],
+)
+TAPES = 220
+
+
+def _shapes(path: Path) -> set[str]:
+    return {s for s in map(call_shape, sessiontape.load(path).entries) if s is not None}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A project folder and its corpus of 220 real tapes."""
+    root = tmp_path_factory.mktemp("project")
+    shrinkapps.make_project(root)
+    tapes = root / "corpus"
+    for index in range(TAPES):
+        if index < len(RARE):
+            commands, name = RARE[index], f"rare/tape-{index:03d}.jsonl"
+        else:
+            behaviour = COMMON[index % len(COMMON)]
+            commands = [[a.replace("{}", f"v{index}") for a in argv] for argv in behaviour]
+            name = f"common/{index % 7}/tape-{index:03d}.jsonl"
+        shrinkapps.record_shapes(tapes / name, commands)
+    return root, tapes
+
+
+def test_minimize_keeps_a_subset_that_replays_every_shape(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root, source = corpus
+    tapes = root / "copy"
+    subprocess.run(["cp", "-r", str(source), str(tapes)], check=True)
+    notes = tapes / "common" / "notes.jsonl"
+    notes.write_text('{"not": "a cassette"}\n')
+    shapes = {p: _shapes(p) for p in sorted(tapes.rglob("tape-*.jsonl"))}
+    assert len(shapes) == TAPES
+    every = set().union(*shapes.values())
+    holders: dict[str, list[Path]] = defaultdict(list)
+    for path, found in shapes.items():
+        for shape in found:
+            holders[shape].append(path)
+    only = {paths[0].relative_to(tapes).as_posix() for paths in holders.values() if len(paths) == 1}
+    assert len(only) == len(RARE)
+
+    monkeypatch.chdir(root)
+    moved = tmp_path / "moved"
+    args = ["corpus", str(tapes), "--minimize", "--move-to", str(moved), "-n", "2", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    kept = set(result["keep"])
+    assert result["tapes"] == TAPES
+    assert result["shapes"] == len(every)
+    assert only <= kept  # the only tape of a shape is never moved
+    assert len(kept) == len(RARE) + len(COMMON)
+    assert set(result["moved"]) == set(result["redundant"])
+    assert len(result["moved"]) == TAPES - len(kept)
+    # Moved, not deleted: every tape is in one of the two folders, as a cassette.
+    left = {p.relative_to(tapes).as_posix() for p in tapes.rglob("tape-*.jsonl")}
+    gone = {p.relative_to(moved).as_posix() for p in moved.rglob("*.jsonl")}
+    assert left == kept
+    assert gone == set(result["moved"])
+    assert all(is_cassette(moved / name) for name in gone)
+    assert notes.read_text() == '{"not": "a cassette"}\n'
+    # What is left replays, as pytest replays it, and covers every shape.
+    receipt = tmp_path / "receipt.json"
+    replay = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--replay",
+            str(tapes),
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--sessiontape-report",
+            str(receipt),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stdout[-2000:]
+    reports = json.loads(receipt.read_text())
+    assert len(reports) == len(kept)
+    assert all(r["ok"] and r["consumed"] == r["loaded"] for r in reports)
+    assert set().union(*(_shapes(tapes / name) for name in kept)) == every
+
+
+def test_the_report_says_what_the_corpus_covers_and_repeats(
+    corpus: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, tapes = corpus
+    monkeypatch.chdir(root)
+    assert main(["corpus", str(tapes), "--dist", "no"]) == 0
+    out = capsys.readouterr().out
+    every = set().union(*(_shapes(p) for p in tapes.rglob("*.jsonl")))
+    assert out.startswith(
+        f"{TAPES} tapes -> {len(RARE) + len(COMMON)} keep all {len(every)} call shapes\n"
+    )
+    assert f"{len(RARE)} shapes have a single tape" in out
+    assert "process echo -n" in out
+    # Nothing moved without --minimize --move-to.
+    assert len(list(tapes.rglob("*.jsonl"))) == TAPES
+
+
+def test_a_failing_tape_is_reported_and_kept(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root, source = corpus
+    tapes = tmp_path / "few"
+    for path in sorted(source.rglob("tape-00*.jsonl")):
+        target = tapes / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    broken = tapes / "rare" / "tape-001.jsonl"
+    # Today's code runs another command than the tape recorded (the header's config says
+    # which): the replay fails.
+    header, rest = broken.read_text().split("\n", 1)
+    broken.write_text(header.replace('"uname"', '"hostname"') + "\n" + rest)
+    monkeypatch.chdir(root)
+    moved = tmp_path / "moved"
+    assert main(["corpus", str(tapes), "--minimize", "--move-to", str(moved)]) == 1
+    out = capsys.readouterr().out
+    assert "failing  rare/tape-001.jsonl" in out
+    assert broken.exists()
+
+
+def test_move_to_inside_the_corpus_is_refused(
+    corpus: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, tapes = corpus
+    assert main(["corpus", str(tapes), "--minimize", "--move-to", str(tapes / "old")]) == 2
+    assert "is inside" in capsys.readouterr().err
+
+
+def test_coverage_adds_the_lines_each_replay_runs(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("coverage")
+    root, source = corpus
+    tapes = tmp_path / "few"
+    for path in sorted(source.rglob("tape-00*.jsonl")):
+        target = tapes / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    monkeypatch.chdir(root)
+    assert main(["corpus", str(tapes), "--minimize", "--coverage", str(root), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # The program's lines that the replays ran: run_shapes and the replay hook at least.
+    assert result["lines"] > 10
+    assert len(result["keep"]) >= len(RARE)
+    assert main(["corpus", str(tapes), "--coverage", str(root)]) == 0
+    assert f"call shapes and {result['lines']:,} lines" in capsys.readouterr().out
