@@ -45,6 +45,14 @@ def test_stats_text(cli: Cli, cassette: Path) -> None:
         "",
         "agent  turns    time  tokens in  tokens out     cost",
         "agent      2  20.0ms        200          40  $0.0200",
+        "",
+        "rate              per minute  peak  peak minute",
+        "boundary process         6.0     6            0",
+        "boundary store           4.0     4            0",
+        "boundary agent           2.0     2            0",
+        "program git              4.0     4            0",
+        "program claude           2.0     2            0",
+        "agent tokens           240.0   240            0",
     ]
 
 
@@ -89,5 +97,5 @@ def test_stats_json_keeps_its_shape(cli: Cli, cassette: Path) -> None:
     stats = json.loads(cli("stats", cassette, "--json").out)
     assert list(stats) == [
         "cassette", "run_id", "entrypoint", "level", "crashed", "duration_ns", "entries",
-        "kinds", "workers", "boundaries", "commands", "agents",
+        "kinds", "workers", "boundaries", "commands", "agents", "errors", "rates",
     ]  # fmt: skip

@@ -8,7 +8,7 @@ const S = {
   view: null, // 'list' or 'cassette'
   name: null,
   cassette: null,
-  filters: { worker: '', boundary: '', kind: '', status: '', q: '' },
+  filters: noFilters(),
   total: 0,
   generation: 0,
   pages: new Map(),
@@ -184,20 +184,21 @@ function fillFilters(c) {
   fillSelect('f-boundary', 'boundary', c.boundaries);
   fillSelect('f-kind', 'kind', c.kinds);
   fillSelect('f-status', 'status', ['ok', 'error', 'mismatch'], c.statuses);
-  S.filters = { worker: '', boundary: '', kind: '', status: '', q: '' };
+  fillSelect('f-error', 'error class', c.error_classes ? Object.keys(c.error_classes) : [], c.error_classes);
+  S.filters = noFilters();
   $('f-q').value = '';
 }
 
 function readFilters() {
   return {
     worker: $('f-worker').value, boundary: $('f-boundary').value, kind: $('f-kind').value,
-    status: $('f-status').value, q: $('f-q').value,
+    status: $('f-status').value, error: $('f-error').value, q: $('f-q').value,
   };
 }
 
 function setFilters(f) {
   $('f-worker').value = f.worker; $('f-boundary').value = f.boundary; $('f-kind').value = f.kind;
-  $('f-status').value = f.status; $('f-q').value = f.q;
+  $('f-status').value = f.status; $('f-error').value = f.error; $('f-q').value = f.q;
 }
 
 async function applyFilters() {
@@ -326,7 +327,9 @@ function renderDetail(d) {
   const r = d.row;
   body.append(el('h3', '', `seq ${r.seq} · ${r.boundary || r.kind} · ${r.worker}`));
   const status = el('p');
-  status.append(el('span', 'chip s-' + r.status, r.status), document.createTextNode(` ${fmtRel(r.start_ns)}` + (r.duration_ns ? `, took ${fmtDur(r.duration_ns)}` : '')));
+  status.append(el('span', 'chip s-' + r.status, r.status));
+  if (r.error_class) status.append(document.createTextNode(' '), el('span', 'chip s-error err-class', r.error_class));
+  status.append(document.createTextNode(` ${fmtRel(r.start_ns)}` + (r.duration_ns ? `, took ${fmtDur(r.duration_ns)}` : '')));
   body.append(status, el('p', 'mono', r.text));
   const links = el('div', 'links');
   if (r.parent !== null) {
@@ -375,7 +378,7 @@ function renderDetail(d) {
 async function jumpTo(seq) {
   let found = await S.api.page(S.name, S.filters, 0, 0, seq);
   if ((found.position === null || found.position === undefined) && !filtersEmpty(S.filters)) {
-    setFilters({ worker: '', boundary: '', kind: '', status: '', q: '' });
+    setFilters(noFilters());
     await applyFilters();
     found = await S.api.page(S.name, S.filters, 0, 0, seq);
   }
@@ -438,7 +441,7 @@ function onKey(e) {
 
 async function start() {
   document.addEventListener('keydown', onKey);
-  for (const id of ['f-worker', 'f-boundary', 'f-kind', 'f-status']) {
+  for (const id of ['f-worker', 'f-boundary', 'f-kind', 'f-status', 'f-error']) {
     $(id).addEventListener('change', () => applyFilters().catch((error) => showError(error.message)));
   }
   $('f-q').addEventListener('input', () => {
