@@ -1,5 +1,7 @@
 """Export a cassette as OpenTelemetry traces (OTLP/JSON), for Jaeger, Tempo, Honeycomb...
 
+(``--format chrome-trace`` writes the Trace Event Format instead: see ``_chrome.py``.)
+
 The session is one trace: its id is the run id (or, if that is not 32 hex digits, derived
 from it), and one root span covers the whole session. Every boundary call is a span whose
 id is its seq in 16 hex digits and whose parent is the call it was made in (the root span
@@ -66,7 +68,7 @@ __all__ = [
     "trace_id",
 ]
 
-SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces"
+SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces or a Chrome trace"
 
 # OTLP enums, as numbers in OTLP/JSON.
 _KIND_INTERNAL: Final = 1
@@ -88,7 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, metavar="OUT.json", help="where to write the traces"
     )
     parser.add_argument(
-        "--format", choices=["otlp"], default="otlp", help="the output format (default: otlp)"
+        "--format",
+        choices=["otlp", "chrome-trace"],
+        default="otlp",
+        help="the output format: otlp (OpenTelemetry OTLP/JSON, the default) or chrome-trace "
+        "(the Trace Event Format JSON that Perfetto and chrome://tracing open: a lane per worker)",
     )
     parser.add_argument(
         "--gen-ai-provider",
@@ -347,6 +353,16 @@ def otlp_json(recording: Recording, *, provider: str = UNKNOWN_PROVIDER) -> Iter
 def run(args: argparse.Namespace) -> int:
     """``sessiontape export``."""
     recording = read_recording(args.path)
+    if args.format == "chrome-trace":
+        from ._chrome import chrome_trace
+
+        write_atomic(args.output, chrome_trace(recording))
+        workers = len(recording.worker_ids())
+        print(
+            f"wrote {args.output}: {len(recording.calls)} calls on {workers} worker lane(s); "
+            "open it in https://ui.perfetto.dev or chrome://tracing."
+        )
+        return 0
     write_atomic(args.output, otlp_json(recording, provider=args.gen_ai_provider))
     spans = 1 + len(recording.calls)
     print(f"wrote {args.output}: {spans} spans in trace {trace_id(recording.header.run_id)}.")
