@@ -192,6 +192,12 @@ class Loaded:
             selected = _keep(selected, rows.error, allowed)
         return list(selected)
 
+    def columns(self) -> bytes:
+        """The rows' columns as JSON, without their texts (the lane view's geometry)."""
+        columns = self.rows.columns()
+        del columns["text"]
+        return msgspec.json.encode(columns)
+
     def index_of(self, seq: int) -> int | None:
         """The row of the entry with ``seq`` (rows are in seq order), or ``None``."""
         seqs = self.rows.seq

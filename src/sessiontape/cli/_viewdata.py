@@ -592,5 +592,6 @@ def cassette_data(
             "path": receipt,
             "reports": [_report_data(r) for r in reports],
             "mismatches": mismatch_data(reports),
+            "schedule": next((r.schedule for r in reports if r.schedule), None),
         },
     }

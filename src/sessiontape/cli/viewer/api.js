@@ -54,6 +54,7 @@ class HttpApi {
     return this.get(this.base(name) + '/entries', { ...f, offset, limit, seek });
   }
   entry(name, seq, f) { return this.get(this.base(name) + '/entries/' + seq, f); }
+  columns(name) { return this.get(this.base(name) + '/columns'); }
 }
 
 async function unpack(id) {
@@ -168,6 +169,7 @@ class EmbeddedApi {
     }] };
   }
   async cassette(name) { this.check(name); return this.c; }
+  async columns(name) { this.check(name); return this.cols; }
   async page(name, f, offset, limit, seek) {
     this.check(name);
     const rows = this.select(f);

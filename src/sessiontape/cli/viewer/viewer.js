@@ -19,6 +19,7 @@ const S = {
   links: null, // { self, parent, children: [], min, max } positions of the selected entry's links
   listRows: [],
   listSelected: -1,
+  mode: 'table', // or 'lanes': the view of a cassette
 };
 
 function showError(message) {
@@ -36,15 +37,26 @@ function setLoading(message) {
 
 function parseHash() {
   const params = new URLSearchParams(location.hash.slice(1));
-  return { name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list') };
+  return {
+    name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list'),
+    mode: params.get('v') === 'lanes' ? 'lanes' : 'table',
+  };
+}
+
+// The address of the cassette shown, its view and (optionally) an entry.
+function hashFor(seq) {
+  let hash = '#c=' + encodeURIComponent(S.name);
+  if (S.mode === 'lanes') hash += '&v=lanes';
+  if (seq !== null && seq !== undefined) hash += '&seq=' + seq;
+  return hash;
 }
 
 async function route() {
-  const { name, seq, list } = parseHash();
+  const { name, seq, list, mode } = parseHash();
   showError('');
   try {
-    if (name !== null) await openCassette(name, seq);
-    else if (document.body.dataset.mode === 'report' && !list) await openCassette(S.api.c.name, null);
+    if (name !== null) await openCassette(name, seq, mode);
+    else if (document.body.dataset.mode === 'report' && !list) await openCassette(S.api.c.name, null, mode);
     else await showList();
   } catch (error) {
     setLoading('');
@@ -102,8 +114,9 @@ function moveList(delta) {
 
 // ---- the cassette page ---------------------------------------------------------------
 
-async function openCassette(name, seq) {
+async function openCassette(name, seq, mode) {
   if (S.view !== 'cassette' || S.name !== name) {
+    lanes.reset();
     S.view = 'cassette';
     $('list-view').hidden = true;
     $('cassette-view').hidden = true;
@@ -123,7 +136,40 @@ async function openCassette(name, seq) {
     await applyFilters();
     if (document.body.dataset.mode === 'report') S.api.lines(); // unpack the details early
   }
-  if (seq !== null && seq !== S.detailSeq) await jumpTo(seq);
+  if (mode && mode !== S.mode) await setMode(mode);
+  if (seq !== null && seq !== S.detailSeq) {
+    await jumpTo(seq);
+    if (S.mode === 'lanes') await lanes.focusSeq(seq);
+  }
+}
+
+// ---- the two views: the table and the lanes ----------------------------------------------
+
+async function setMode(mode) {
+  S.mode = mode;
+  const onLanes = mode === 'lanes';
+  $('table').hidden = onLanes;
+  $('lanes').hidden = !onLanes;
+  $('v-table').setAttribute('aria-pressed', String(!onLanes));
+  $('v-lanes').setAttribute('aria-pressed', String(onLanes));
+  history.replaceState(null, '', hashFor(S.detailSeq));
+  if (onLanes) {
+    setLoading('Laying out the lanes…');
+    try { await lanes.ensure(); } finally { setLoading(''); }
+    lanes.resize();
+    $('lanes').focus({ preventScroll: true });
+  } else {
+    list.resize();
+    if (S.detailSeq !== null) await jumpTo(S.detailSeq);
+    $('rows').focus({ preventScroll: true });
+  }
+}
+
+// The row's place on the time axis: the lane view, zoomed to the call.
+async function showOnAxis(seq) {
+  if (S.mode !== 'lanes') await setMode('lanes');
+  await lanes.focusSeq(seq);
+  if (S.detailSeq !== seq) await showDetail(seq);
 }
 
 function fillSummary(c) {
@@ -249,7 +295,8 @@ function closeDetail() {
   S.detailSeq = null;
   S.links = null;
   list.render();
-  if (S.name) history.replaceState(null, '', '#c=' + encodeURIComponent(S.name));
+  if (S.mode === 'lanes') lanes.resize(); // the panel gave its width back
+  if (S.name) history.replaceState(null, '', hashFor(null));
 }
 
 function setLinks(detail) {
@@ -283,8 +330,11 @@ async function showDetail(seq) {
   if (self !== null && self !== undefined) S.selected = self;
   list.render();
   renderDetail(detail);
+  const opened = $('detail').hidden;
   $('detail').hidden = false;
-  history.replaceState(null, '', '#c=' + encodeURIComponent(S.name) + '&seq=' + seq);
+  if (opened && S.mode === 'lanes') lanes.resize(); // the panel took part of its width
+  lanes.schedule();
+  history.replaceState(null, '', hashFor(seq));
 }
 
 function value(v) {
@@ -337,6 +387,12 @@ function renderDetail(d) {
     else links.append(el('span', 'null', `parent seq ${r.parent} is not in this tape `));
   }
   for (const child of d.children) links.append(linkButton(`↳ child seq ${child.seq}`, child.seq));
+  if (r.boundary !== null && S.mode !== 'lanes') {
+    const axis = el('button', 'axis', '⟷ on the time axis');
+    axis.type = 'button';
+    axis.addEventListener('click', () => showOnAxis(r.seq).catch((error) => showError(error.message)));
+    links.append(axis);
+  }
   if (d.children_total > d.children.length) links.append(el('span', 'null', `and ${d.children_total - d.children.length} more children`));
   if (links.childNodes.length) body.append(links);
   for (const m of d.mismatches) {
@@ -423,6 +479,15 @@ function onKey(e) {
     return;
   }
   if (S.view !== 'cassette') return;
+  if (e.key === 't' || e.key === 'l') {
+    e.preventDefault();
+    setMode(e.key === 'l' ? 'lanes' : 'table').catch((error) => showError(error.message));
+    return;
+  }
+  if (S.mode === 'lanes') {
+    if (lanes.onKey(e)) e.preventDefault();
+    return;
+  }
   const keys = {
     '/': () => { $('f-q').focus(); $('f-q').select(); },
     j: () => move(1), ArrowDown: () => move(1), k: () => move(-1), ArrowUp: () => move(-1),
@@ -449,6 +514,8 @@ async function start() {
     S.searchTimer = setTimeout(() => applyFilters().catch((error) => showError(error.message)), 150);
   });
   $('detail-close').addEventListener('click', closeDetail);
+  $('v-table').addEventListener('click', () => setMode('table').catch((error) => showError(error.message)));
+  $('v-lanes').addEventListener('click', () => setMode('lanes').catch((error) => showError(error.message)));
   $('home').addEventListener('click', (e) => {
     if (document.body.dataset.mode === 'report') { e.preventDefault(); location.hash = 'list'; }
   });
