@@ -387,14 +387,17 @@ function renderDetail(d) {
     else links.append(el('span', 'null', `parent seq ${r.parent} is not in this tape `));
   }
   for (const child of d.children) links.append(linkButton(`↳ child seq ${child.seq}`, child.seq));
+  if (d.children_total > d.children.length) links.append(el('span', 'null', `and ${d.children_total - d.children.length} more children`));
+  if (links.childNodes.length) body.append(links);
   if (r.boundary !== null && S.mode !== 'lanes') {
     const axis = el('button', 'axis', '⟷ on the time axis');
     axis.type = 'button';
+    axis.title = 'this call in the lane view, zoomed to it';
     axis.addEventListener('click', () => showOnAxis(r.seq).catch((error) => showError(error.message)));
-    links.append(axis);
+    const box = el('div', 'axis-link');
+    box.append(axis);
+    body.append(box);
   }
-  if (d.children_total > d.children.length) links.append(el('span', 'null', `and ${d.children_total - d.children.length} more children`));
-  if (links.childNodes.length) body.append(links);
   for (const m of d.mismatches) {
     const box = el('div', 'mismatch');
     box.append(el('h4', 'kind', m.kind), el('p', '', m.message));
