@@ -118,3 +118,12 @@ def demo(session: nox.Session) -> None:
     """Record and replay a live session of the bundled example orchestrator."""
     session.install("-e", ".")
     session.run("sessiontape", "demo", *session.posargs)
+
+
+@nox.session
+def screenshots(session: nox.Session) -> None:
+    """The README's picture of the lane view (docs/lanes.png), from the real viewer in
+    headless Chromium (docs/screenshots.py); never drawn by hand."""
+    session.install("-e", ".[browser]")
+    chromium = _chromium(session)
+    session.run("python", "docs/screenshots.py", env={"SESSIONTAPE_CHROMIUM": chromium})

@@ -18,7 +18,7 @@ const MAX_DEPTH = 12; // deeper calls share the last track
 const MIN_SPAN_NS = 200; // the closest zoom: 200 ns across the plot
 const CALL_KINDS = new Set(['process', 'agent_turn', 'store_mutation', 'call']);
 const STATUS_OK = 0;
-const FRAMES_KEPT = 400;
+const FRAMES_KEPT = 1000; // the last frames' drawing times, in the canvas's data-*
 
 function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
 
@@ -435,6 +435,7 @@ class LaneView {
     ds.t0 = String(this.t0); ds.t1 = String(this.t1); ds.y = String(this.y);
     ds.drawn = String(drawn); ds.frameMs = took.toFixed(2); ds.frames = String(this.frames.length);
     ds.maxFrameMs = Math.max(...this.frames).toFixed(2);
+    ds.allFrames = this.frames.map((f) => f.toFixed(2)).join(',');
     ds.laneTops = tops.map((t) => Math.round(t)).join(',');
     ds.plotLeft = String(GUTTER); ds.axisHeight = String(AXIS_H); ds.trackHeight = String(TRACK_H);
     ds.lanePad = String(LANE_PAD);
