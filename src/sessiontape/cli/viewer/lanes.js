@@ -18,6 +18,8 @@ const MAX_DEPTH = 12; // deeper calls share the last track
 const MIN_SPAN_NS = 200; // the closest zoom: 200 ns across the plot
 const CALL_KINDS = new Set(['process', 'agent_turn', 'store_mutation', 'call']);
 const STATUS_OK = 0;
+const LABEL_FONT = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
+const LABEL_CHAR_PX = 6.8; // the width of one character of LABEL_FONT, about
 const FRAMES_KEPT = 1000; // the last frames' drawing times, in the canvas's data-*
 
 function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
@@ -394,10 +396,11 @@ class LaneView {
     ctx.clearRect(0, 0, this.width, this.height);
     const W = this.plotWidth();
     const scale = W / (this.t1 - this.t0);
-    const colors = {
+    // Read once: getComputedStyle in a frame would make the browser recompute styles.
+    const colors = this.colors || (this.colors = {
       line: cssVar('--line'), dim: cssVar('--dim'), soft: cssVar('--soft'), fg: cssVar('--fg'),
       error: cssVar('--error'), mismatch: cssVar('--mismatch'), sel: cssVar('--accent'),
-    };
+    });
     const step = tickStep(this.t1 - this.t0, W, 110);
     // grid lines under the bars
     ctx.fillStyle = colors.soft;
@@ -445,9 +448,12 @@ class LaneView {
     const m = this.model;
     const ids = track.ids; const starts = track.start;
     let j = lowerBound(track.maxEnd, this.t0, 0, ids.length);
-    let lastPx = -2;
     let drawn = 0;
     const h = TRACK_H - 3;
+    // Bars narrower than a pixel are gathered into runs of pixel columns, each run one
+    // rectangle: zoomed out, a lane of a million calls is a few hundred rectangles.
+    let runFrom = -1; let runTo = -1;
+    const flush = () => { if (runTo > runFrom) ctx.fillRect(GUTTER + runFrom, y, runTo - runFrom, h); runFrom = runTo = -1; };
     while (j < ids.length) {
       const s = starts[j];
       if (s > this.t1) break;
@@ -455,39 +461,41 @@ class LaneView {
       const x0 = (s - this.t0) * scale;
       const x1 = (m.end[b] - this.t0) * scale;
       if (x1 - x0 < 1.5) {
-        // Bars narrower than a pixel: one mark per pixel column, the rest jumped over.
-        const px = Math.floor(x0);
-        if (px > lastPx) { ctx.fillRect(GUTTER + px, y, 1.5, h); lastPx = px; drawn++; }
+        const px = Math.max(-1, Math.floor(x0));
+        if (px > runTo) { flush(); runFrom = px; }
+        if (px + 1.5 > runTo) runTo = px + 1.5;
+        drawn++;
+        // The rest of the bars starting in this pixel column are jumped over.
         j = lowerBound(starts, this.t0 + (px + 1) / scale, j + 1, ids.length);
         continue;
       }
+      flush();
       const a = Math.max(x0, -2); const z = Math.min(x1, W + 2);
       ctx.fillRect(GUTTER + a, y, Math.max(1.5, z - a - 1), h);
-      lastPx = Math.floor(x1);
       drawn++;
       if (z - a > 44) labels.push([b, a, z, y]);
       j++;
     }
+    flush();
     return drawn;
   }
+  // Each label cut to the characters that fit its bar (a monospace font: no measuring,
+  // and no clipping path per label, which would cost more than the bars themselves).
   drawLabels(labels) {
     const ctx = this.ctx;
-    ctx.save();
-    ctx.font = '11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
+    ctx.font = LABEL_FONT;
     ctx.fillStyle = '#ffffff';
     ctx.textBaseline = 'middle';
-    for (const [b, a, z, y] of labels.slice(0, 2000)) {
+    for (const [b, a, z, y] of labels) {
+      const left = Math.max(a, 0);
+      const room = Math.floor((z - left - 8) / LABEL_CHAR_PX);
+      if (room < 3) continue;
       const text = this.text(b);
       if (!text) continue;
-      const room = Math.floor((z - a - 8) / 6.7);
-      if (room < 3) continue;
-      const short = text.split(' -> ')[0];
-      ctx.save();
-      ctx.beginPath(); ctx.rect(GUTTER + Math.max(a, 0), y, z - Math.max(a, 0), TRACK_H - 3); ctx.clip();
-      ctx.fillText(short.length > room ? short.slice(0, room - 1) + '…' : short, GUTTER + Math.max(a, 0) + 4, y + (TRACK_H - 3) / 2 + 0.5);
-      ctx.restore();
+      const cut = text.indexOf(' -> ');
+      const short = cut < 0 ? text : text.slice(0, cut);
+      ctx.fillText(short.length > room ? short.slice(0, room - 1) + '…' : short, GUTTER + left + 4, y + (TRACK_H - 3) / 2 + 0.5);
     }
-    ctx.restore();
   }
   barBox(b, scale, tops) {
     const m = this.model;

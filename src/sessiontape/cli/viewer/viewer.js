@@ -487,7 +487,7 @@ function onKey(e) {
     setMode(e.key === 'l' ? 'lanes' : 'table').catch((error) => showError(error.message));
     return;
   }
-  if (S.mode === 'lanes') {
+  if (S.mode === 'lanes' && e.key !== '/') {
     if (lanes.onKey(e)) e.preventDefault();
     return;
   }
