@@ -142,10 +142,16 @@ function tickStep(spanNs, widthPx, px) {
   for (const f of [1, 2, 5, 10]) if (f * power >= raw) return f * power;
   return 10 * power;
 }
+// A tick's time since the session started, in the unit of the step (+250ms, +12µs) or,
+// past the first second, in seconds with the decimals the step needs (+52758.8s).
 function fmtAxis(ns, step) {
-  const [unit, name] = step >= 1e9 ? [1e9, 's'] : step >= 1e6 ? [1e6, 'ms'] : step >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
+  if (Math.abs(ns) >= 1e9 || step >= 1e9) {
+    const decimals = Math.max(0, Math.min(9, -Math.floor(Math.log10(step / 1e9) + 1e-9)));
+    return (ns < 0 ? '-' : '+') + (Math.abs(ns) / 1e9).toFixed(decimals) + 's';
+  }
+  const [unit, name] = step >= 1e6 ? [1e6, 'ms'] : step >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
   const decimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(step / unit) + 1e-9)));
-  return '+' + (ns / unit).toFixed(decimals) + name;
+  return (ns < 0 ? '-' : '+') + (Math.abs(ns) / unit).toFixed(decimals) + name;
 }
 
 class LaneView {
@@ -190,6 +196,9 @@ class LaneView {
     this.t0 = -pad; this.t1 = this.model.duration + pad; this.y = 0;
   }
   setSpan(t0, t1) {
+    // What was under the pointer has moved: its summary goes until the pointer moves.
+    this.hover = -1;
+    this.tip.hidden = true;
     const span = Math.max(MIN_SPAN_NS, t1 - t0);
     const mid = (t0 + t1) / 2;
     const max = this.model.duration * 1.2;
