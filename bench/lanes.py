@@ -90,6 +90,12 @@ def run(tape: Path, chromium: str, keep: Path | None = None) -> dict[str, float]
         page.keyboard.press("0")
         page.wait_for_timeout(100)
         drawn = _frames(page)
+        spans: list[float] = page.locator("#lane-canvas").evaluate(
+            "c => c.dataset.allSpans.split(',').map(Number)"
+        )
+        slow = sorted(range(len(drawn)), key=lambda i: -drawn[i])[:6]
+        print("slowest frames (ms @ ns in view):",
+              ", ".join(f"{drawn[i]:.1f} @ {spans[i]:.3g}" for i in slow))  # fmt: skip
         first, frames = drawn[0], drawn[1:]  # the first frame also warms the script up
         # The whole run, drawn 30 more times: the fastest shows the frame's own cost on a
         # machine that other work shares (the wall clock counts the waits for a core).
@@ -129,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the figures in bench/lanes.json and BENCHMARKS.md",
     )
+    parser.add_argument("--note", default="", help="a sentence to print under the table")
     args = parser.parse_args(argv)
+    if args.write and args.keep is not None and args.keep.exists():
+        parser.error("--write measures a fresh report: drop --keep or remove the page")
     figures: dict[str, Any] = dict(run(args.tape, args.chromium, args.keep))
     entries = sum(1 for _ in args.tape.open("rb"))
     figures |= {
@@ -138,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": os.getloadavg()[0],
         "chromium": args.chromium,
+        "note": args.note,
     }
     if args.write:
         FIGURES.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
@@ -181,6 +191,7 @@ def section(figures: dict[str, Any]) -> list[str]:
         f"| the whole run, fastest of 30 | {f['whole_min_ms']:.1f} ms |",
         f"| the whole run, median of 30 | {f['whole_median_ms']:.1f} ms |",
         "",
+        *([f["note"], ""] if f.get("note") else []),
     ]
 
 

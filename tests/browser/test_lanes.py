@@ -317,3 +317,29 @@ def test_a_big_tape_pans_and_zooms(page: Page, tapes: Tapes) -> None:
     assert float(state["t1"]) - float(state["t0"]) < float(state["t1"])  # zoomed in
     assert int(state["drawn"]) > 0
     print(f"lane view, {BIG:,} entries: frame max {state['maxFrameMs']} ms")
+
+
+def test_a_long_call_right_after_a_short_one_is_drawn(page: Page, tmp_path: Path) -> None:
+    """Zoomed out, the bars starting in one pixel column are drawn as one mark and the rest
+    skipped; a long call that starts in the same column must not be skipped with them."""
+    from sessiontape import SessionEnd, SessionStart
+    from sessiontape.cassette import encode_entry
+
+    tape = tmp_path / "short-long.jsonl"
+    start = SessionStart(seq=0, ts_ns=0, mono_ns=0, run_id="sl", recorded_at="2026-01-01T00:00:00")
+    calls = [
+        sessiontape.ProcessCall(seq=1, ts_ns=0, mono_ns=0, argv=["true"], returncode=0,
+                                duration_ns=1_000),
+        sessiontape.ProcessCall(seq=2, ts_ns=2_000, mono_ns=2_000, argv=["sleep", "1"],
+                                returncode=0, duration_ns=1_000_000_000),
+    ]  # fmt: skip
+    end = SessionEnd(seq=3, ts_ns=1_000_002_000, mono_ns=1_000_002_000)
+    tape.write_bytes(b"".join(encode_entry(e) for e in (start, *calls, end)))
+    out = tmp_path / "short-long.html"
+    assert main(["report", str(tape), "-o", str(out)]) == 0
+    page.goto(out.as_uri())
+    page.wait_for_selector("#layer .row[data-seq]")
+    state = switch_to_lanes(page)
+    assert int(state["bars"]) == 2
+    x, y = bar_point(state, sessiontape.load(tape), 2)
+    assert pixel(page, x, y) != WHITE

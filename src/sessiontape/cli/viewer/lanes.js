@@ -24,6 +24,14 @@ const FRAMES_KEPT = 1000; // the last frames' drawing times, in the canvas's dat
 
 function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
 
+// lowerBound from lo, probing 1, 2, 4... ahead first: the next bar in view is usually near.
+function gallop(arr, value, lo, hi) {
+  let step = 1;
+  let prev = lo;
+  while (lo + step < hi && arr[lo + step] < value) { prev = lo + step; step *= 2; }
+  return lowerBound(arr, value, prev, Math.min(hi, lo + step + 1));
+}
+
 function lowerBound(arr, value, lo, hi) {
   while (lo < hi) { const mid = (lo + hi) >>> 1; if (arr[mid] < value) lo = mid + 1; else hi = mid; }
   return lo;
@@ -166,6 +174,7 @@ class LaneView {
     this.hover = -1;
     this.frame = 0;
     this.frames = [];
+    this.spans = []; // the time in view of each frame kept
     this.labels = new Map(); // row index -> text, for the server's pages
     this.drag = null;
     const c = this.canvas;
@@ -442,12 +451,14 @@ class LaneView {
     this.drawChrome(step, scale, W, tops, colors);
     const took = performance.now() - began;
     this.frames.push(took);
-    if (this.frames.length > FRAMES_KEPT) this.frames.shift();
+    this.spans.push(this.t1 - this.t0);
+    if (this.frames.length > FRAMES_KEPT) { this.frames.shift(); this.spans.shift(); }
     const ds = this.canvas.dataset;
     ds.t0 = String(this.t0); ds.t1 = String(this.t1); ds.y = String(this.y);
     ds.drawn = String(drawn); ds.frameMs = took.toFixed(2); ds.frames = String(this.frames.length);
     ds.maxFrameMs = Math.max(...this.frames).toFixed(2);
     ds.allFrames = this.frames.map((f) => f.toFixed(2)).join(',');
+    ds.allSpans = this.spans.map((t) => t.toFixed(0)).join(',');
     ds.laneTops = tops.map((t) => Math.round(t)).join(',');
     ds.plotLeft = String(GUTTER); ds.axisHeight = String(AXIS_H); ds.trackHeight = String(TRACK_H);
     ds.lanePad = String(LANE_PAD);
@@ -474,8 +485,20 @@ class LaneView {
         if (px > runTo) { flush(); runFrom = px; }
         if (px + 1.5 > runTo) runTo = px + 1.5;
         drawn++;
-        // The rest of the bars starting in this pixel column are jumped over.
-        j = lowerBound(starts, this.t0 + (px + 1) / scale, j + 1, ids.length);
+        // The rest of the bars starting in this pixel column are jumped over, up to the
+        // first that reaches past it (a long call right after a short one is drawn).
+        const next = gallop(starts, this.t0 + (px + 1) / scale, j + 1, ids.length);
+        const covered = this.t0 + (px + 1.5) / scale;
+        j = next > j + 1 && track.maxEnd[next - 1] > covered
+          ? lowerBound(track.maxEnd, covered, j + 1, next) : next;
+        continue;
+      }
+      if (x1 - x0 < 3) { // too narrow for a gap to show: part of the run too
+        const px = Math.max(-1, Math.floor(x0));
+        if (px > runTo) { flush(); runFrom = px; }
+        if (x1 > runTo) runTo = Math.min(x1, W + 2);
+        drawn++;
+        j++;
         continue;
       }
       flush();
