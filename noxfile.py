@@ -242,3 +242,12 @@ def conformance(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run("python", "tests/conformance/run_conformance.py", *session.posargs)
+
+
+@nox.session
+def screenshots(session: nox.Session) -> None:
+    """The README's picture of the lane view (docs/lanes.png), from the real viewer in
+    headless Chromium (docs/screenshots.py); never drawn by hand."""
+    session.install("-e", ".[browser]")
+    chromium = _chromium(session)
+    session.run("python", "docs/screenshots.py", env={"SESSIONTAPE_CHROMIUM": chromium})

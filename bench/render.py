@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gaps import what_it_would_take
+from lanes import saved_section
 from sections import SECTIONS, fmt, mb
 
 __all__ = ["render_markdown"]
@@ -149,6 +150,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     for cases, section in SECTIONS:
         if any(case in res for case in cases):
             out += section(res)
+    out += saved_section()  # measured by hand in a browser: bench/lanes.py --write
     out += _unmet(results)
     out.append(_METHOD)
     return "\n".join(out)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROJECT",
     "custom_matcher",
+    "error_classifier",
     "get_plugin_manager",
     "hookimpl",
     "implements_hooks",
@@ -131,3 +132,16 @@ def custom_matcher() -> Matcher | None:
         return result
 
     return match
+
+
+def error_classifier() -> Callable[[Any], str | None] | None:
+    """The ``sessiontape_classify_error`` hook, or ``None`` when nothing implements it."""
+    hook = get_plugin_manager().hook.sessiontape_classify_error
+    if not hook.get_hookimpls():
+        return None
+
+    def classify(entry: Any) -> str | None:
+        answer: str | None = hook(entry=entry)
+        return answer
+
+    return classify

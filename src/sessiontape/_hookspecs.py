@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .cassette import Recording
+    from .cassette import CallEntry, Recording
     from .replayer import Noise
     from .tape import ReplayTape
 
@@ -67,4 +67,17 @@ def sessiontape_match(
     Both are normalised request dicts (noise already masked). Return ``True`` to accept,
     ``False`` to reject (the field diff is still reported), ``None`` to leave it to the
     default comparison.
+    """
+
+
+@hookspec(firstresult=True)
+def sessiontape_classify_error(entry: CallEntry) -> str | None:
+    """Name the class of a recorded call that failed, before the built-in rules.
+
+    ``entry`` is the call as read from the tape (a process call that could not start,
+    timed out or exited non-zero; a method call that raised: its ``error`` holds the
+    exception's type name and message). Return one of ``auth``, ``rate_limit``,
+    ``timeout``, ``validation``, ``server``, ``spawn``, ``exit`` or ``other``, or
+    ``None`` to leave it to the rules in the README (any other answer is ignored).
+    ``show``, ``stats``, ``export``, ``serve`` and ``report`` ask it.
     """

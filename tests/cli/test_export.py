@@ -125,7 +125,7 @@ def test_export_a_failed_call_has_an_error_status(cli: Cli, cassette: Path, tmp_
     spans = _export(cli, cassette, tmp_path)["resourceSpans"][0]["scopeSpans"][0]["spans"]
     turn = next(s for s in spans if s["spanId"] == "0000000000000004")
     assert turn["status"] == {"code": 2, "message": "TimeoutError: agent took too long"}
-    assert _attrs(turn)["error.type"] == "TimeoutError"
+    assert _attrs(turn)["error.type"] == "timeout"
     assert turn["events"] == [
         {
             "timeUnixNano": str(WALL0 + 13_000_000),

@@ -148,6 +148,7 @@ def test_a_cassette_and_its_pages(serve: Callable[..., Running], folder: Path) -
         "start_ns": 6_000_000,
         "duration_ns": 2_000_000,
         "status": "ok",
+        "error_class": None,
         "text": "claude -p work on t1 -> exit 0",
     }
     assert seqs(api.get("/api/cassettes/run.jsonl/entries?offset=13")[1]) == [13, 14]

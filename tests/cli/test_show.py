@@ -183,6 +183,7 @@ def test_show_json_gives_the_five_ws_of_each_entry(cli: Cli, cassette: Path) -> 
                 "start_ns": 0,
                 "duration_ns": 1_000_000,
                 "what": "store.claim('t1', 'worker-1') -> {'id': 't1', 'state': 'worker-1'}",
+                "error_class": None,
                 "mismatches": [],
             },
             {
@@ -196,6 +197,7 @@ def test_show_json_gives_the_five_ws_of_each_entry(cli: Cli, cassette: Path) -> 
                 "start_ns": 1_000_000,
                 "duration_ns": 2_000_000,
                 "what": "process: git -C /srv/repo checkout -b task/t1 -> exit 0 (2.0ms)",
+                "error_class": None,
                 "mismatches": [],
             },
         ],

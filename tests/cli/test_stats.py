@@ -45,6 +45,14 @@ def test_stats_text(cli: Cli, cassette: Path) -> None:
         "",
         "agent  turns    time  tokens in  tokens out     cost",
         "agent      2  20.0ms        200          40  $0.0200",
+        "",
+        "rate              per minute  peak  peak minute",
+        "boundary process         6.0     6            0",
+        "boundary store           4.0     4            0",
+        "boundary agent           2.0     2            0",
+        "program git              4.0     4            0",
+        "program claude           2.0     2            0",
+        "agent tokens           240.0   240            0",
     ]
 
 
@@ -89,5 +97,28 @@ def test_stats_json_keeps_its_shape(cli: Cli, cassette: Path) -> None:
     stats = json.loads(cli("stats", cassette, "--json").out)
     assert list(stats) == [
         "cassette", "run_id", "entrypoint", "level", "crashed", "duration_ns", "entries",
-        "kinds", "workers", "boundaries", "commands", "agents",
+        "kinds", "workers", "boundaries", "commands", "agents", "errors", "rates",
     ]  # fmt: skip
+
+
+def test_stats_rates_per_minute_and_the_peak(cli: Cli, record_session: Recorder) -> None:
+    # The first merge takes 70 s: what follows it starts in the run's second minute.
+    path = record_session(table={"git merge task/t1": (0, "merged\n", 70_000)})
+    stats = json.loads(cli("stats", path, "--json").out)
+    rates = stats["rates"]
+    assert stats["duration_ns"] == 70_031_000_000
+    assert rates["minutes"] == 1.17
+    # 12 calls over 1.17 minutes; 7 of them in the second minute.
+    assert rates["calls"] == {"calls": 12, "per_minute": 10.28, "peak_minute": 1, "peak": 7}
+    assert rates["boundaries"]["store"] == {
+        "calls": 4, "per_minute": 3.43, "peak_minute": 1, "peak": 3,
+    }  # fmt: skip
+    # A tie goes to the earlier minute.
+    assert rates["boundaries"]["process"]["peak_minute"] == 0
+    assert rates["programs"] == {
+        "git": {"calls": 4, "per_minute": 3.43, "peak_minute": 0, "peak": 2},
+        "claude": {"calls": 2, "per_minute": 1.71, "peak_minute": 0, "peak": 1},
+    }
+    assert rates["agent_tokens"] == {
+        "tokens": 240, "per_minute": 205.62, "peak_minute": 0, "peak": 120,
+    }  # fmt: skip

@@ -146,6 +146,7 @@ def test_rows_are_columns_with_status_depth_and_text(record_session: Recorder) -
         "start_ns": 6_000_000,
         "duration_ns": 2_000_000,
         "status": "ok",
+        "error_class": None,
         "text": "claude -p work on t1 -> exit 0",
     }
     assert rows.row(2)["text"] == 'store.claim("t1","worker-1") -> {"id":"t1","state":"worker-1"}'

@@ -30,7 +30,15 @@ from .._time import REAL
 from ..cassette import Recording, SessionStart, is_cassette, load
 from ._common import KINDS, CommandError, plural
 from ._receipt import Receipt, ReceiptReport, marks
-from ._viewdata import STATUSES, Rows, build_rows, cassette_data, entry_object, mismatch_data
+from ._viewdata import (
+    ERROR_CLASSES,
+    STATUSES,
+    Rows,
+    build_rows,
+    cassette_data,
+    entry_object,
+    mismatch_data,
+)
 
 __all__ = ["MAX_LIMIT", "Catalog", "Loaded", "Query", "QueryError"]
 
@@ -61,10 +69,12 @@ class Query:
     kinds: frozenset[str] = frozenset()
     statuses: frozenset[str] = frozenset()
     q: str = ""
+    errors: frozenset[str] = frozenset()
 
     @classmethod
     def from_params(cls, params: dict[str, list[str]]) -> Query:
-        """The query of URL parameters ``worker``, ``boundary``, ``kind``, ``status``, ``q``."""
+        """The query of URL parameters ``worker``, ``boundary``, ``kind``, ``status``, ``q``
+        and ``error`` (an error class)."""
         kinds = frozenset(params.get("kind", ()))
         unknown = sorted(kinds - set(KINDS))
         if unknown:
@@ -73,7 +83,14 @@ class Query:
         unknown = sorted(statuses - set(STATUSES))
         if unknown:
             raise QueryError(f"unknown status {unknown[0]!r}; use one of {', '.join(STATUSES)}.")
+        errors = frozenset(params.get("error", ()))
+        unknown = sorted(errors - set(ERROR_CLASSES))
+        if unknown:
+            raise QueryError(
+                f"unknown error class {unknown[0]!r}; use one of {', '.join(ERROR_CLASSES)}."
+            )
         return cls(
+            errors=errors,
             workers=frozenset(params.get("worker", ())),
             boundaries=frozenset(params.get("boundary", ())),
             kinds=kinds,
@@ -84,7 +101,9 @@ class Query:
     @property
     def everything(self) -> bool:
         """Whether the query lets every entry through."""
-        return not (self.workers or self.boundaries or self.kinds or self.statuses or self.q)
+        return not (
+            self.workers or self.boundaries or self.kinds or self.statuses or self.q or self.errors
+        )
 
 
 def _codes(names: Iterable[str], known: Sequence[str], what: str, cassette: str) -> set[int]:
@@ -168,7 +187,16 @@ class Loaded:
         if query.statuses:
             allowed = _codes(query.statuses, STATUSES, "status", name)
             selected = _keep(selected, rows.status, allowed)
+        if query.errors:
+            allowed = _codes(query.errors, ERROR_CLASSES, "error class", name)
+            selected = _keep(selected, rows.error, allowed)
         return list(selected)
+
+    def columns(self) -> bytes:
+        """The rows' columns as JSON, without their texts (the lane view's geometry)."""
+        columns = self.rows.columns()
+        del columns["text"]
+        return msgspec.json.encode(columns)
 
     def index_of(self, seq: int) -> int | None:
         """The row of the entry with ``seq`` (rows are in seq order), or ``None``."""

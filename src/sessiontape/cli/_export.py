@@ -1,5 +1,7 @@
 """Export a cassette as OpenTelemetry traces (OTLP/JSON), for Jaeger, Tempo, Honeycomb...
 
+(``--format chrome-trace`` writes the Trace Event Format instead: see ``_chrome.py``.)
+
 The session is one trace: its id is the run id (or, if that is not 32 hex digits, derived
 from it), and one root span covers the whole session. Every boundary call is a span whose
 id is its seq in 16 hex digits and whose parent is the call it was made in (the root span
@@ -15,9 +17,12 @@ span (GenAI conventions: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
 ``gen_ai.usage.output_tokens`` and the cache token counts). The model and the provider are
 read from the turn's result, or its request, under ``model`` and ``provider``; a turn that
 names no provider gets the one given with --gen-ai-provider (default _OTHER). A call that
-raised, timed out or could not start has an error status, ``error.type`` and an
-``exception`` event; the session's crash is an error status and an ``exception`` event on
-the root span, and store snapshots are events on it too.
+raised, timed out, could not start or exited non-zero has an error status and
+``error.type``, its error class (``auth``, ``rate_limit``, ``timeout``, ``validation``,
+``server``, ``spawn``, ``exit``, ``other``: low-cardinality, as the conventions ask);
+one that raised also has an ``exception`` event with the exception's own type. The
+session's crash is an error status and an ``exception`` event on the root span, and
+store snapshots are events on it too.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from ._common import (
     recorded_duration,
     write_atomic,
 )
+from ._failures import classifier
 
 __all__ = [
     "SUMMARY",
@@ -62,7 +68,7 @@ __all__ = [
     "trace_id",
 ]
 
-SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces"
+SUMMARY: Final = "export a cassette as OpenTelemetry OTLP/JSON traces or a Chrome trace"
 
 # OTLP enums, as numbers in OTLP/JSON.
 _KIND_INTERNAL: Final = 1
@@ -84,7 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", required=True, metavar="OUT.json", help="where to write the traces"
     )
     parser.add_argument(
-        "--format", choices=["otlp"], default="otlp", help="the output format (default: otlp)"
+        "--format",
+        choices=["otlp", "chrome-trace"],
+        default="otlp",
+        help="the output format: otlp (OpenTelemetry OTLP/JSON, the default) or chrome-trace "
+        "(the Trace Event Format JSON that Perfetto and chrome://tracing open: a lane per worker)",
     )
     parser.add_argument(
         "--gen-ai-provider",
@@ -177,7 +187,9 @@ def _agent_attributes(call: AgentTurn, provider: str) -> dict[str, Any]:
     }
 
 
-def _call_span(call: CallEntry, parent_id: str, trace: str, provider: str) -> dict[str, Any]:
+def _call_span(
+    call: CallEntry, parent_id: str, trace: str, provider: str, error_class: str | None
+) -> dict[str, Any]:
     boundary = boundary_of(call)
     attributes: dict[str, Any] = {
         "sessiontape.worker": call.worker,
@@ -187,7 +199,6 @@ def _call_span(call: CallEntry, parent_id: str, trace: str, provider: str) -> di
     }
     error: ErrorInfo | None
     status_message: str | None = None
-    error_type: str | None = None
     kind = _KIND_CLIENT
     if isinstance(call, ProcessCall):
         name = command_name(call.argv)
@@ -195,7 +206,8 @@ def _call_span(call: CallEntry, parent_id: str, trace: str, provider: str) -> di
         error = call.spawn_error
         if call.timed_out:
             status_message = f"timed out after {call.timeout}s"
-            error_type = "timeout"
+        elif error is None and call.returncode:
+            status_message = f"exit {call.returncode}"
     elif isinstance(call, AgentTurn):
         # An adapter the application runs in its own process: the GenAI conventions'
         # "invoke agent internal" span.
@@ -217,8 +229,9 @@ def _call_span(call: CallEntry, parent_id: str, trace: str, provider: str) -> di
     end = call.ts_ns + call.duration_ns
     if error is not None:
         status_message = f"{error.type}: {error.message}"
-        error_type = error.type
-    attributes["error.type"] = error_type
+    # error.type: a low-cardinality class of the failure (the exception's own type is
+    # the exception event's exception.type).
+    attributes["error.type"] = error_class
     span: dict[str, Any] = {
         "traceId": trace,
         "spanId": span_id(call.seq),
@@ -296,11 +309,12 @@ def _spans(recording: Recording, provider: str) -> Iterator[dict[str, Any]]:
     trace = trace_id(header.run_id)
     root_id = _root_span_id(header.run_id)
     calls = {call.seq for call in recording.calls}
+    classify = classifier()
     yield _root_span(recording, trace)
     for call in Progress("export", len(recording.calls)).iter(recording.calls):
         parent = call.parent
         parent_id = span_id(parent) if parent is not None and parent in calls else root_id
-        yield _call_span(call, parent_id, trace, provider)
+        yield _call_span(call, parent_id, trace, provider, classify(call))
 
 
 def _resource(recording: Recording) -> dict[str, Any]:
@@ -339,6 +353,16 @@ def otlp_json(recording: Recording, *, provider: str = UNKNOWN_PROVIDER) -> Iter
 def run(args: argparse.Namespace) -> int:
     """``sessiontape export``."""
     recording = read_recording(args.path)
+    if args.format == "chrome-trace":
+        from ._chrome import chrome_trace
+
+        write_atomic(args.output, chrome_trace(recording))
+        workers = len(recording.worker_ids())
+        print(
+            f"wrote {args.output}: {len(recording.calls)} calls on {workers} worker lane(s); "
+            "open it in https://ui.perfetto.dev or chrome://tracing."
+        )
+        return 0
     write_atomic(args.output, otlp_json(recording, provider=args.gen_ai_provider))
     spans = 1 + len(recording.calls)
     print(f"wrote {args.output}: {spans} spans in trace {trace_id(recording.header.run_id)}.")

@@ -47,6 +47,9 @@ class ReceiptReport(msgspec.Struct, frozen=True):
 
     report: ReplayReport
     nodeid: str | None = None
+    #: A chaos replay's failing schedule, when the report carries one: the calls in the
+    #: order they ran, ``{"seq", "worker", "boundary", "order"}`` each.
+    schedule: list[dict[str, Any]] | None = None
 
 
 @final
@@ -146,7 +149,29 @@ def _report(path: str, item: Any, index: int | None) -> ReceiptReport:
             f"'pytest --sessiontape-report' ({exc})."
         ) from None
     nodeid = item.get("nodeid")
-    return ReceiptReport(report, nodeid if isinstance(nodeid, str) else None)
+    return ReceiptReport(
+        report, nodeid if isinstance(nodeid, str) else None, _schedule(item.get("schedule"))
+    )
+
+
+def _schedule(value: Any) -> list[dict[str, Any]] | None:
+    """The schedule items a report carries that name a seq and an order; the rest is
+    left out (the receipt is data: only these four keys are kept, as numbers and text)."""
+    if not isinstance(value, list):
+        return None
+    kept = [
+        {
+            "seq": item["seq"],
+            "order": item["order"],
+            "worker": str(item.get("worker", "")),
+            "boundary": str(item.get("boundary", "")),
+        }
+        for item in value
+        if isinstance(item, dict)
+        and type(item.get("seq")) is int
+        and type(item.get("order")) is int
+    ]
+    return kept or None
 
 
 def add_receipt_argument(parser: argparse.ArgumentParser) -> None:

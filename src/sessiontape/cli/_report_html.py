@@ -1,8 +1,9 @@
 """Write the viewer of a cassette as one self-contained HTML file, to open offline or share.
 
 The page is the viewer 'sessiontape serve' shows: a row per entry with a swimlane per
-worker, filters (worker, boundary, kind, status, free text), virtual scrolling, entry
-details and parent links. With --receipt (the JSON of ReplayReport.to_json(), or the list
+worker, filters (worker, boundary, kind, status, error class, free text), virtual
+scrolling, entry details and parent links, and beside the table the lane view (a lane per
+worker on one time axis, zoomable). With --receipt (the JSON of ReplayReport.to_json(), or the list
 'pytest --sessiontape-report PATH' wrote), the entries where the replay diverged are
 marked and their details show the field diff. The data is inside the page, compressed
 (gzip, unpacked by the browser); the page fetches nothing. In the details, values whose

@@ -2,9 +2,10 @@
 
 PATH is a cassette or a folder of them (searched recursively for *.jsonl cassettes); the
 default is the current folder. Per cassette the viewer shows a row per entry with a
-swimlane per worker and a timeline bar, filters (worker, boundary, kind, status, free
-text), entry details with their parent and children, and, with --receipt, the replay's
-mismatches and their field diffs. Virtual scrolling keeps a million entries smooth. The
+swimlane per worker and a timeline bar (or, switched, a lane per worker on one zoomable
+time axis), filters (worker, boundary, kind, status, error class, free text), entry
+details with their parent and children, and, with --receipt, the replay's mismatches
+and their field diffs. Virtual scrolling keeps a million entries smooth. The
 same data is JSON under /api/cassettes. The server binds to 127.0.0.1 unless --host says
 otherwise, loads each cassette the first time it is opened, and stops on Ctrl-C.
 """

@@ -14,6 +14,9 @@ plenty, and sessiontape takes no web framework as a dependency for it. Routes:
     a page of rows and ``total``, the number of rows the filters select
 ``GET /api/cassettes/<name>/entries/<seq>``
     one entry: every field, its parent and children, the receipt's field diffs
+``GET /api/cassettes/<name>/columns``
+    every row's seq, worker, kind, parent, depth, start, duration, status and error
+    class as columns (the report embeds the same): what the lane view draws
 
 ``<name>`` is URL-encoded (a cassette in a subfolder is ``sub%2Frun.jsonl``). Errors are
 JSON too: ``{"error": "..."}`` with 400, 403, 404, 405 or 500. The server answers only
@@ -209,6 +212,8 @@ class _Handler(BaseHTTPRequestHandler):
             limit = min(_int(params, "limit", _DEFAULT_LIMIT) or 0, MAX_LIMIT)
             seek = _int(params, "seek", None)
             self._json(loaded.page(Query.from_params(params), offset, limit, seek))
+        elif rest == ["columns"]:
+            self._send(HTTPStatus.OK, loaded.columns(), "application/json")
         elif len(rest) == 2 and rest[0] == "entries":
             try:
                 seq = int(rest[1])

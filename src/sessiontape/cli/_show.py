@@ -10,11 +10,16 @@ of mismatch, and the mismatches are listed after the timeline.
 entries with their seq, kind, boundary, worker, thread, parent, nesting depth, start and
 duration (ns since the session started), what happened, and the kinds of mismatch the
 receipt names for it.
+
+A call that failed ends with ``!`` and its error class (``auth``, ``rate_limit``,
+``timeout``, ``validation``, ``server``, ``spawn``, ``exit``, ``other``; see
+``report/_classify.py``); --json gives it as ``error_class``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..cassette import Blob, Entry, ProcessCall, Recording, boundary_of, process_payloads
@@ -35,6 +40,7 @@ from ._common import (
     seq_ranges,
     what,
 )
+from ._failures import classifier
 from ._receipt import add_receipt_argument, marks, read_receipt
 
 __all__ = ["SUMMARY", "add_arguments", "crash_note", "run"]
@@ -125,6 +131,10 @@ def _selection(
     return shown, matched
 
 
+def _error_mark(error_class: str | None) -> str:
+    return "" if error_class is None else f"  ! {error_class}"
+
+
 def _mismatch_line(m: Mismatch) -> str:
     at = f"seq {m.seq}" if m.seq is not None else "an unrecorded call"
     return f"{m.kind.value} at {at} ({m.worker}, {m.boundary}): {m.message}"
@@ -139,6 +149,7 @@ def _as_json(
     shown: list[tuple[Entry, int]],
     matched: int,
     marked: dict[int, list[Mismatch]],
+    classify: Callable[[Entry], str | None],
 ) -> dict[str, Any]:
     return {
         "cassette": recording.path,
@@ -162,6 +173,7 @@ def _as_json(
                 "start_ns": relative_ns(entry, recording),
                 "duration_ns": call_duration(entry),
                 "what": what(entry) + _process_note(entry),
+                "error_class": classify(entry),
                 "mismatches": _mark_kinds(marked, entry.seq),
             }
             for entry, depth in shown
@@ -177,8 +189,9 @@ def run(args: argparse.Namespace) -> int:
         reports = read_receipt(args.receipt).require(recording.header.run_id, recording.path)
     marked = marks(reports or ())
     shown, matched = _selection(recording, args)
+    classify = classifier()
     if args.json:
-        print_json(_as_json(recording, shown, matched, marked))
+        print_json(_as_json(recording, shown, matched, marked, classify))
         return 0
     rows = [
         (
@@ -190,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
             + (f"↳{entry.parent} " if entry.parent is not None else "")
             + what(entry)
             + _process_note(entry)
+            + _error_mark(classify(entry))
             + (f"  ✗ {', '.join(_mark_kinds(marked, entry.seq))}" if entry.seq in marked else ""),
         )
         for entry, depth in shown

@@ -5,6 +5,10 @@ sum of call durations, and the share of the session's wall time during which at 
 such call was running: concurrent and nested calls are not counted twice); the time per
 command (program and first subcommand, ``git merge``) with count, total, mean and max; and
 the agent turns with their tokens and cost. Time slept between calls is not recorded.
+
+It also gives the rates (calls per minute per boundary and per program over the run,
+the peak minute, the agents' tokens per minute; see ``_rates.py``) and the failed calls
+by error class, boundary and worker with the last failure of each (``_failures.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from ._common import (
     read_recording,
     recorded_duration,
 )
+from ._failures import Failures, classifier
+from ._rates import Rates
 
 __all__ = ["SUMMARY", "add_arguments", "busy_ns", "compute", "run"]
 
@@ -94,10 +100,17 @@ def compute(recording: Recording) -> dict[str, Any]:
     commands: dict[str, _Timing] = {}
     agents: dict[str, dict[str, Any]] = {}
     origin = recording.header.mono_ns
+    failures = Failures(origin)
+    rates = Rates(origin)
+    classify = classifier()
     for call in Progress("stats", len(recording.calls)).iter(recording.calls):
         boundary = boundary_of(call)
         assert boundary is not None  # every call has a boundary
         start, took = call.mono_ns - origin, call.duration_ns  # as relative_ns(), inlined
+        rates.add(call, boundary)
+        error_class = classify(call)
+        if error_class is not None:
+            failures.add(call, error_class)
         _timing(workers, call.worker).add(start, took)
         _timing(boundaries, boundary).add(start, took)
         if isinstance(call, ProcessCall):
@@ -133,6 +146,8 @@ def compute(recording: Recording) -> dict[str, Any]:
             for name, timing in sorted(commands.items(), key=lambda kv: (-kv[1].total, kv[0]))
         },
         "agents": agents,
+        "errors": failures.as_dict(),
+        "rates": rates.as_dict(duration),
     }
 
 
@@ -250,7 +265,39 @@ def render(stats: dict[str, Any]) -> str:
         without = sum(a["turns"] - a["turns_with_usage"] for a in stats["agents"].values())
         if without:
             lines.append(f"({without} turn(s) carried no usage and count as 0 tokens)")
+    lines += _rates_lines(stats["rates"])
+    lines += _errors_lines(stats["errors"])
     return "\n".join(lines)
+
+
+def _rates_lines(rates: dict[str, Any]) -> list[str]:
+    """Calls per minute per boundary and program, and the agents' tokens per minute."""
+    if not rates["calls"]["calls"]:
+        return []
+    rows: list[tuple[str, ...]] = [
+        (f"{kind} {name}", f"{r['per_minute']:,.1f}", f"{r['peak']:,}", str(r["peak_minute"]))
+        for kind, table in (("boundary", rates["boundaries"]), ("program", rates["programs"]))
+        for name, r in table.items()
+    ]
+    tokens = rates["agent_tokens"]
+    if tokens["tokens"]:
+        rows.append(
+            ("agent tokens", f"{tokens['per_minute']:,.1f}", f"{tokens['peak']:,}",
+             str(tokens["peak_minute"]))
+        )  # fmt: skip
+    return ["", *_table(("rate", "per minute", "peak", "peak minute"), rows)]
+
+
+def _errors_lines(errors: dict[str, Any]) -> list[str]:
+    """The failed calls per class, and the last failure of each class."""
+    if not errors["total"]:
+        return []
+    rows: list[tuple[str, ...]] = [
+        (name, str(c["count"]), f"seq {c['last']['seq']} ({c['last']['worker']}): "
+         f"{c['last']['error']}")
+        for name, c in errors["classes"].items()
+    ]  # fmt: skip
+    return ["", *_table(("error", "calls", "last"), rows)]
 
 
 def run(args: argparse.Namespace) -> int:

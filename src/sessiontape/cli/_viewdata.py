@@ -18,7 +18,7 @@ encoded by msgspec once each, and nothing is walked in Python.
 from __future__ import annotations
 
 import typing
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Final, final
 
 import msgspec
@@ -39,11 +39,13 @@ from ..cassette import (
 from ..report import format_ms
 from ._clip import CLIPPED, MORE, clip_json, clip_raw, clip_text
 from ._common import KIND_OF_TYPE, KINDS, CallTree, recorded_duration, what
+from ._failures import ERROR_CLASSES, error_column, error_counts, failed_rows
 from ._receipt import ReceiptReport
 from ._show import crash_note
 
 __all__ = [
     "CLIPPED",
+    "ERROR_CLASSES",
     "MORE",
     "REPORT_LIMIT",
     "SCHEMA",
@@ -94,7 +96,8 @@ class Rows:
     is :data:`~sessiontape.cli._common.KINDS`) and ``boundaries``; ``boundary`` is ``None``
     for session metadata and ``parent`` for a top-level call. ``start`` and ``duration``
     are ns since the session started (monotonic clock) and ns taken; ``status`` indexes
-    :data:`STATUSES`. ``tree`` holds the parent links.
+    :data:`STATUSES`. ``error`` is the index in :data:`ERROR_CLASSES` of a failed call's
+    error class (``None`` for every other entry). ``tree`` holds the parent links.
     """
 
     __slots__ = (
@@ -102,6 +105,7 @@ class Rows:
         "boundary",
         "depth",
         "duration",
+        "error",
         "kind",
         "parent",
         "seq",
@@ -124,6 +128,7 @@ class Rows:
         self.start: list[int] = []
         self.duration: list[int] = []
         self.status: list[int] = []
+        self.error: list[int | None] = []
         self.text: list[str] = []
         self.workers: list[str] = []
         self.boundaries: list[str] = []
@@ -133,7 +138,7 @@ class Rows:
 
     def row(self, index: int) -> dict[str, Any]:
         """Row ``index`` as the JSON API gives it (and the page's embedded API builds it)."""
-        boundary = self.boundary[index]
+        boundary, error = self.boundary[index], self.error[index]
         return {
             "index": index,
             "seq": self.seq[index],
@@ -145,11 +150,17 @@ class Rows:
             "start_ns": self.start[index],
             "duration_ns": self.duration[index],
             "status": STATUSES[self.status[index]],
+            "error_class": None if error is None else ERROR_CLASSES[error],
             "text": self.text[index],
         }
 
     def columns(self) -> dict[str, Any]:
-        """Every column and name list, as the report embeds them."""
+        """Every column and name list, as the report embeds them.
+
+        The error classes are sparse (few calls fail): ``error_at`` lists the rows of
+        failed calls and ``error_class`` their classes.
+        """
+        failed = failed_rows(self.error)
         return {
             "seq": self.seq,
             "worker": self.worker,
@@ -165,6 +176,9 @@ class Rows:
             "kinds": list(KINDS),
             "boundaries": self.boundaries,
             "statuses": list(STATUSES),
+            "error_at": failed,
+            "error_class": [self.error[i] for i in failed],
+            "error_classes": list(ERROR_CLASSES),
         }
 
 
@@ -174,11 +188,14 @@ def build_rows(
     *,
     texts: list[str] | None = None,
     facts: list[Facts] | None = None,
+    classify: Callable[[Any], str | None] | None = None,
 ) -> Rows:
     """The rows of ``recording``; entries whose seq is in ``mismatched`` get that status.
 
     ``texts`` and ``facts`` are the rows' texts and :data:`Facts` when the caller has them
     already (the report gathers them as it packs each entry, with :func:`pack_all`).
+    ``classify`` gives a failed call's error class (default: :func:`._failures.classifier`);
+    only the rows whose status is ``error`` are asked.
 
     One pass over the entries gathers each one's facts as a tuple (one call per entry,
     picked by its type), and ``zip`` turns the tuples into columns: this runs over every
@@ -209,6 +226,7 @@ def build_rows(
     rows.start = [start - base for start in starts]
     rows.duration = durations
     rows.status = statuses
+    rows.error = error_column(entries, statuses, _ERROR, classify)
     if mismatched:
         pairs = zip(seqs, statuses, strict=True)
         rows.status = [_MISMATCH if seq in mismatched else status for seq, status in pairs]
@@ -566,6 +584,7 @@ def cassette_data(
         "kinds": list(KINDS),
         "boundaries": rows.boundaries,
         "statuses": dict(zip(STATUSES, counts, strict=True)),
+        "error_classes": error_counts(rows.error),
         "schema": SCHEMA,
         "receipt": None
         if reports is None
@@ -573,5 +592,6 @@ def cassette_data(
             "path": receipt,
             "reports": [_report_data(r) for r in reports],
             "mismatches": mismatch_data(reports),
+            "schedule": next((r.schedule for r in reports if r.schedule), None),
         },
     }

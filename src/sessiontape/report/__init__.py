@@ -8,6 +8,7 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 from __future__ import annotations
 
 from ._advice import suggest_next_step
+from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import describe, format_ms, payload_size
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
 from ._model import Candidate, FieldDiff, Mismatch, MismatchKind, compute_ok, mask_path
@@ -15,19 +16,23 @@ from ._report import ReplayMismatch, ReplayReport
 from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
 
 __all__ = [
+    "ERROR_CLASSES",
     "MISSING",
     "MISSING_TEXT",
     "NEAREST_SCAN_LIMIT",
     "Candidate",
+    "Classifier",
     "FieldDiff",
     "Mismatch",
     "MismatchKind",
     "ReplayMismatch",
     "ReplayReport",
+    "classify_error",
     "compute_ok",
     "describe",
     "diff_values",
     "diff_values_counted",
+    "failed",
     "format_ms",
     "jsonable",
     "mask_path",

@@ -29,7 +29,8 @@ function fmtDur(ns) {
 }
 const fmtRel = (ns) => '+' + (ns / 1e9).toFixed(3) + 's';
 const plural = (n, word, words) => n.toLocaleString('en') + ' ' + (n === 1 ? word : (words || word + 's'));
-const filtersEmpty = (f) => !(f.worker || f.boundary || f.kind || f.status || f.q);
+const filtersEmpty = (f) => !(f.worker || f.boundary || f.kind || f.status || f.error || f.q);
+const noFilters = () => ({ worker: '', boundary: '', kind: '', status: '', error: '', q: '' });
 
 // ---- data sources ------------------------------------------------------------------
 
@@ -53,6 +54,7 @@ class HttpApi {
     return this.get(this.base(name) + '/entries', { ...f, offset, limit, seek });
   }
   entry(name, seq, f) { return this.get(this.base(name) + '/entries/' + seq, f); }
+  columns(name) { return this.get(this.base(name) + '/columns'); }
 }
 
 async function unpack(id) {
@@ -86,6 +88,9 @@ class EmbeddedApi {
       const list = this.children.get(parent);
       if (list) list.push(i); else this.children.set(parent, [i]);
     });
+    // Error classes come sparse (the rows of failed calls); -1 marks every other row.
+    this.error = new Int8Array(this.n).fill(-1);
+    (cols.error_at || []).forEach((at, i) => { this.error[at] = cols.error_class[i]; });
     this.lower = null;
     this.selection = { key: null, rows: null };
     this.details = null; // a promise of the detail lines, unpacked when first needed
@@ -102,6 +107,7 @@ class EmbeddedApi {
       boundary: boundary === null ? null : c.boundaries[boundary], parent: c.parent[i],
       depth: c.depth[i], start_ns: c.start[i], duration_ns: c.duration[i],
       status: c.statuses[c.status[i]], text: c.text[i],
+      error_class: this.error[i] < 0 ? null : c.error_classes[this.error[i]],
     };
   }
   indexOf(seq) {
@@ -112,7 +118,7 @@ class EmbeddedApi {
   }
   select(f) {
     if (filtersEmpty(f)) return null; // every row
-    const key = JSON.stringify([f.worker, f.boundary, f.kind, f.status, f.q]);
+    const key = JSON.stringify([f.worker, f.boundary, f.kind, f.status, f.error, f.q]);
     if (this.selection.key === key) return this.selection.rows;
     const c = this.cols;
     const code = (names, name) => { const at = names.indexOf(name); return at < 0 ? -2 : at; };
@@ -120,6 +126,8 @@ class EmbeddedApi {
     const b = f.boundary ? code(c.boundaries, f.boundary) : -1;
     const k = f.kind ? code(c.kinds, f.kind) : -1;
     const s = f.status ? code(c.statuses, f.status) : -1;
+    const e = f.error ? code(c.error_classes, f.error) : -1;
+    const errors = this.error;
     let lower = null;
     let needle = '';
     if (f.q) {
@@ -133,6 +141,7 @@ class EmbeddedApi {
       if (b !== -1 && c.boundary[i] !== b) continue;
       if (k !== -1 && c.kind[i] !== k) continue;
       if (s !== -1 && c.status[i] !== s) continue;
+      if (e !== -1 && errors[i] !== e) continue;
       if (lower && !lower[i].includes(needle)) continue;
       rows.push(i);
     }
@@ -160,6 +169,7 @@ class EmbeddedApi {
     }] };
   }
   async cassette(name) { this.check(name); return this.c; }
+  async columns(name) { this.check(name); return this.cols; }
   async page(name, f, offset, limit, seek) {
     this.check(name);
     const rows = this.select(f);

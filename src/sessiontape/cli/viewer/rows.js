@@ -165,6 +165,12 @@ class VirtualList {
     const pos = this.posOf(e);
     if (pos === null) return;
     select(pos);
+    const row = rowAt(pos);
+    // The timeline cell links the row to its place on the lane view's time axis.
+    if (row && row.boundary !== null && e.target.closest('.bar')) {
+      showOnAxis(row.seq).catch((error) => showError(error.message));
+      return;
+    }
     openDetail();
   }
   render() {
@@ -216,6 +222,7 @@ class VirtualList {
       c[6].textContent = row.worker;
       c[6].title = row.worker;
       c[7].textContent = row.boundary || row.kind;
+      c[8].title = row.boundary !== null ? 'show on the time axis' : '';
       const bar = c[8].firstChild;
       bar.style.display = '';
       bar.style.left = Math.min(100, (row.start_ns / duration) * 100) + '%';
@@ -231,5 +238,5 @@ class VirtualList {
 }
 
 const list = new VirtualList();
-function resize() { list.resize(); }
+function resize() { list.resize(); if (S.mode === 'lanes') lanes.resize(); }
 window.addEventListener('resize', resize);

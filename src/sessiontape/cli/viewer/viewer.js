@@ -8,7 +8,7 @@ const S = {
   view: null, // 'list' or 'cassette'
   name: null,
   cassette: null,
-  filters: { worker: '', boundary: '', kind: '', status: '', q: '' },
+  filters: noFilters(),
   total: 0,
   generation: 0,
   pages: new Map(),
@@ -19,6 +19,7 @@ const S = {
   links: null, // { self, parent, children: [], min, max } positions of the selected entry's links
   listRows: [],
   listSelected: -1,
+  mode: 'table', // or 'lanes': the view of a cassette
 };
 
 function showError(message) {
@@ -36,15 +37,26 @@ function setLoading(message) {
 
 function parseHash() {
   const params = new URLSearchParams(location.hash.slice(1));
-  return { name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list') };
+  return {
+    name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list'),
+    mode: params.get('v') === 'lanes' ? 'lanes' : 'table',
+  };
+}
+
+// The address of the cassette shown, its view and (optionally) an entry.
+function hashFor(seq) {
+  let hash = '#c=' + encodeURIComponent(S.name);
+  if (S.mode === 'lanes') hash += '&v=lanes';
+  if (seq !== null && seq !== undefined) hash += '&seq=' + seq;
+  return hash;
 }
 
 async function route() {
-  const { name, seq, list } = parseHash();
+  const { name, seq, list, mode } = parseHash();
   showError('');
   try {
-    if (name !== null) await openCassette(name, seq);
-    else if (document.body.dataset.mode === 'report' && !list) await openCassette(S.api.c.name, null);
+    if (name !== null) await openCassette(name, seq, mode);
+    else if (document.body.dataset.mode === 'report' && !list) await openCassette(S.api.c.name, null, mode);
     else await showList();
   } catch (error) {
     setLoading('');
@@ -102,8 +114,9 @@ function moveList(delta) {
 
 // ---- the cassette page ---------------------------------------------------------------
 
-async function openCassette(name, seq) {
+async function openCassette(name, seq, mode) {
   if (S.view !== 'cassette' || S.name !== name) {
+    lanes.reset();
     S.view = 'cassette';
     $('list-view').hidden = true;
     $('cassette-view').hidden = true;
@@ -123,7 +136,40 @@ async function openCassette(name, seq) {
     await applyFilters();
     if (document.body.dataset.mode === 'report') S.api.lines(); // unpack the details early
   }
-  if (seq !== null && seq !== S.detailSeq) await jumpTo(seq);
+  if (mode && mode !== S.mode) await setMode(mode);
+  if (seq !== null && seq !== S.detailSeq) {
+    await jumpTo(seq);
+    if (S.mode === 'lanes') await lanes.focusSeq(seq);
+  }
+}
+
+// ---- the two views: the table and the lanes ----------------------------------------------
+
+async function setMode(mode) {
+  S.mode = mode;
+  const onLanes = mode === 'lanes';
+  $('table').hidden = onLanes;
+  $('lanes').hidden = !onLanes;
+  $('v-table').setAttribute('aria-pressed', String(!onLanes));
+  $('v-lanes').setAttribute('aria-pressed', String(onLanes));
+  history.replaceState(null, '', hashFor(S.detailSeq));
+  if (onLanes) {
+    setLoading('Laying out the lanes…');
+    try { await lanes.ensure(); } finally { setLoading(''); }
+    lanes.resize();
+    $('lanes').focus({ preventScroll: true });
+  } else {
+    list.resize();
+    if (S.detailSeq !== null) await jumpTo(S.detailSeq);
+    $('rows').focus({ preventScroll: true });
+  }
+}
+
+// The row's place on the time axis: the lane view, zoomed to the call.
+async function showOnAxis(seq) {
+  if (S.mode !== 'lanes') await setMode('lanes');
+  await lanes.focusSeq(seq);
+  if (S.detailSeq !== seq) await showDetail(seq);
 }
 
 function fillSummary(c) {
@@ -184,20 +230,21 @@ function fillFilters(c) {
   fillSelect('f-boundary', 'boundary', c.boundaries);
   fillSelect('f-kind', 'kind', c.kinds);
   fillSelect('f-status', 'status', ['ok', 'error', 'mismatch'], c.statuses);
-  S.filters = { worker: '', boundary: '', kind: '', status: '', q: '' };
+  fillSelect('f-error', 'error class', c.error_classes ? Object.keys(c.error_classes) : [], c.error_classes);
+  S.filters = noFilters();
   $('f-q').value = '';
 }
 
 function readFilters() {
   return {
     worker: $('f-worker').value, boundary: $('f-boundary').value, kind: $('f-kind').value,
-    status: $('f-status').value, q: $('f-q').value,
+    status: $('f-status').value, error: $('f-error').value, q: $('f-q').value,
   };
 }
 
 function setFilters(f) {
   $('f-worker').value = f.worker; $('f-boundary').value = f.boundary; $('f-kind').value = f.kind;
-  $('f-status').value = f.status; $('f-q').value = f.q;
+  $('f-status').value = f.status; $('f-error').value = f.error; $('f-q').value = f.q;
 }
 
 async function applyFilters() {
@@ -248,7 +295,8 @@ function closeDetail() {
   S.detailSeq = null;
   S.links = null;
   list.render();
-  if (S.name) history.replaceState(null, '', '#c=' + encodeURIComponent(S.name));
+  if (S.mode === 'lanes') lanes.resize(); // the panel gave its width back
+  if (S.name) history.replaceState(null, '', hashFor(null));
 }
 
 function setLinks(detail) {
@@ -282,8 +330,11 @@ async function showDetail(seq) {
   if (self !== null && self !== undefined) S.selected = self;
   list.render();
   renderDetail(detail);
+  const opened = $('detail').hidden;
   $('detail').hidden = false;
-  history.replaceState(null, '', '#c=' + encodeURIComponent(S.name) + '&seq=' + seq);
+  if (opened && S.mode === 'lanes') lanes.resize(); // the panel took part of its width
+  lanes.schedule();
+  history.replaceState(null, '', hashFor(seq));
 }
 
 function value(v) {
@@ -326,7 +377,9 @@ function renderDetail(d) {
   const r = d.row;
   body.append(el('h3', '', `seq ${r.seq} · ${r.boundary || r.kind} · ${r.worker}`));
   const status = el('p');
-  status.append(el('span', 'chip s-' + r.status, r.status), document.createTextNode(` ${fmtRel(r.start_ns)}` + (r.duration_ns ? `, took ${fmtDur(r.duration_ns)}` : '')));
+  status.append(el('span', 'chip s-' + r.status, r.status));
+  if (r.error_class) status.append(document.createTextNode(' '), el('span', 'chip s-error err-class', r.error_class));
+  status.append(document.createTextNode(` ${fmtRel(r.start_ns)}` + (r.duration_ns ? `, took ${fmtDur(r.duration_ns)}` : '')));
   body.append(status, el('p', 'mono', r.text));
   const links = el('div', 'links');
   if (r.parent !== null) {
@@ -336,6 +389,15 @@ function renderDetail(d) {
   for (const child of d.children) links.append(linkButton(`↳ child seq ${child.seq}`, child.seq));
   if (d.children_total > d.children.length) links.append(el('span', 'null', `and ${d.children_total - d.children.length} more children`));
   if (links.childNodes.length) body.append(links);
+  if (r.boundary !== null && S.mode !== 'lanes') {
+    const axis = el('button', 'axis', '⟷ on the time axis');
+    axis.type = 'button';
+    axis.title = 'this call in the lane view, zoomed to it';
+    axis.addEventListener('click', () => showOnAxis(r.seq).catch((error) => showError(error.message)));
+    const box = el('div', 'axis-link');
+    box.append(axis);
+    body.append(box);
+  }
   for (const m of d.mismatches) {
     const box = el('div', 'mismatch');
     box.append(el('h4', 'kind', m.kind), el('p', '', m.message));
@@ -375,7 +437,7 @@ function renderDetail(d) {
 async function jumpTo(seq) {
   let found = await S.api.page(S.name, S.filters, 0, 0, seq);
   if ((found.position === null || found.position === undefined) && !filtersEmpty(S.filters)) {
-    setFilters({ worker: '', boundary: '', kind: '', status: '', q: '' });
+    setFilters(noFilters());
     await applyFilters();
     found = await S.api.page(S.name, S.filters, 0, 0, seq);
   }
@@ -420,6 +482,15 @@ function onKey(e) {
     return;
   }
   if (S.view !== 'cassette') return;
+  if (e.key === 't' || e.key === 'l') {
+    e.preventDefault();
+    setMode(e.key === 'l' ? 'lanes' : 'table').catch((error) => showError(error.message));
+    return;
+  }
+  if (S.mode === 'lanes' && e.key !== '/') {
+    if (lanes.onKey(e)) e.preventDefault();
+    return;
+  }
   const keys = {
     '/': () => { $('f-q').focus(); $('f-q').select(); },
     j: () => move(1), ArrowDown: () => move(1), k: () => move(-1), ArrowUp: () => move(-1),
@@ -438,7 +509,7 @@ function onKey(e) {
 
 async function start() {
   document.addEventListener('keydown', onKey);
-  for (const id of ['f-worker', 'f-boundary', 'f-kind', 'f-status']) {
+  for (const id of ['f-worker', 'f-boundary', 'f-kind', 'f-status', 'f-error']) {
     $(id).addEventListener('change', () => applyFilters().catch((error) => showError(error.message)));
   }
   $('f-q').addEventListener('input', () => {
@@ -446,6 +517,8 @@ async function start() {
     S.searchTimer = setTimeout(() => applyFilters().catch((error) => showError(error.message)), 150);
   });
   $('detail-close').addEventListener('click', closeDetail);
+  $('v-table').addEventListener('click', () => setMode('table').catch((error) => showError(error.message)));
+  $('v-lanes').addEventListener('click', () => setMode('lanes').catch((error) => showError(error.message)));
   $('home').addEventListener('click', (e) => {
     if (document.body.dataset.mode === 'report') { e.preventDefault(); location.hash = 'list'; }
   });
