@@ -228,6 +228,8 @@ def _suite_on(version: str, *, fast: bool) -> None:
 for _version in PYTHONS:
     _suite_on(_version, fast=False)
     _suite_on(_version, fast=True)
+
+
 @nox.session
 def conformance(session: nox.Session) -> None:
     """CPython's own subprocess tests, three ways: plain, recording, replaying.

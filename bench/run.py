@@ -57,8 +57,8 @@ from cases import (  # noqa: E402
     record,
     replay_call,
     report,
-    startup,
     shrink,
+    startup,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
