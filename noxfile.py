@@ -40,8 +40,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/ and bench/ (settings in pyproject.toml)."""
-    session.install("-e", ".[bench]", MYPY)
+    """mypy --strict on src/ and bench/ (settings in pyproject.toml), with the optional
+    packages the code imports where installed (coverage, the test and bench extras)."""
+    session.install("-e", ".[test,bench]", MYPY)
     session.run("mypy")
 
 
