@@ -39,6 +39,7 @@ from .cassette import (
     Error,
     ErrorInfo,
     Level,
+    Patched,
     ProcessCall,
     Recording,
     SessionEnd,
@@ -53,7 +54,7 @@ from .cassette import (
 from .replayer import FakeClock, Noise, register_type, unregister_type
 from .report import FieldDiff, Mismatch, MismatchKind, ReplayMismatch, ReplayReport
 from .scrub import PathRoots, Scrubber
-from .tape import Mode, ReplayTape, Tape
+from .tape import Mode, ReplayTape, Tape, patched
 
 __all__ = [
     "ENV_VAR",
@@ -77,6 +78,7 @@ __all__ = [
     "MismatchKind",
     "Mode",
     "Noise",
+    "Patched",
     "PathRoots",
     "ProcessCall",
     "ProcessResult",
@@ -109,6 +111,7 @@ __all__ = [
     "is_cassette",
     "load",
     "loads",
+    "patched",
     "record",
     "record_path",
     "register_type",

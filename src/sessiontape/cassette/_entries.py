@@ -34,6 +34,7 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "Patched",
     "Payload",
     "ProcessCall",
     "SessionEnd",
@@ -274,6 +275,17 @@ class SessionResume(_Entry, frozen=True, kw_only=True, tag="session_resume"):
     host: str = ""
 
 
+class Patched(_Entry, frozen=True, kw_only=True, tag="patched"):
+    """A change marker the recorded code knew: ``sessiontape.patched(id)`` was asked.
+
+    Written once per id, the first time the recording code asks for it, wherever that
+    happens in the session. On replay ``patched(id)`` is true only when the tape holds a
+    ``patched`` entry with that id, so an old tape keeps taking the old path.
+    """
+
+    id: str
+
+
 class SessionEnd(_Entry, frozen=True, kw_only=True, tag="session_end"):
     """The last line of a session that finished: its outcome, entry counts and duration."""
 
@@ -292,6 +304,7 @@ Entry = (
     | StoreMutation
     | Call
     | Error
+    | Patched
     | SessionEnd
 )
 

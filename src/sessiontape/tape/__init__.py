@@ -9,8 +9,18 @@ the recording engine, :class:`ReplayTape` their replay sides to the replay engin
 from __future__ import annotations
 
 from ..cassette import BoundaryKind
+from ._active import active_tape, patched
 from ._base import Mode, Tape
 from ._record import DisabledTape, RecordTape
 from ._replay import ReplayTape
 
-__all__ = ["BoundaryKind", "DisabledTape", "Mode", "RecordTape", "ReplayTape", "Tape"]
+__all__ = [
+    "BoundaryKind",
+    "DisabledTape",
+    "Mode",
+    "RecordTape",
+    "ReplayTape",
+    "Tape",
+    "active_tape",
+    "patched",
+]

@@ -31,6 +31,7 @@ from ..boundaries import (
 from ..cassette import BoundaryKind, Level, PayloadCodec
 from ..recorder import Recorder
 from ..scrub import PathRoots, Scrubber
+from ._active import activate, deactivate
 from ._base import Mode, Tape
 
 __all__ = ["DisabledTape", "RecordTape"]
@@ -50,6 +51,7 @@ class RecordTape(Tape):
         # Threads that do not name themselves are named as on replay (see _context).
         self._threads = ExitStack()
         self._threads.enter_context(derived_workers())
+        activate(self)
 
     # -- what the recording is ----------------------------------------------------------
 
@@ -162,6 +164,11 @@ class RecordTape(Tape):
     def patch_subprocess(self) -> AbstractContextManager[None]:
         return recording_popen(self._recorder)
 
+    def patched(self, change_id: str) -> bool:
+        """Note that the recording code knows ``change_id``; ``True``."""
+        self._recorder.note_patch(change_id)
+        return True
+
     # -- ending -------------------------------------------------------------------------
 
     def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
@@ -181,6 +188,7 @@ class RecordTape(Tape):
         try:
             self._recorder.close(exc, tb)
         finally:
+            deactivate(self)
             self._threads.close()
 
 

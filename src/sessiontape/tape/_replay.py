@@ -30,6 +30,7 @@ from ..cassette import BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
 from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
+from ._active import activate, deactivate
 from ._base import Mode, Tape
 
 __all__ = ["ReplayTape"]
@@ -52,6 +53,7 @@ class ReplayTape(Tape):
         # The session starts with the tape: threads are named, their deaths reported.
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
+        activate(self)
 
     # -- what the replay is -------------------------------------------------------------
 
@@ -176,6 +178,10 @@ class ReplayTape(Tape):
     def patch_subprocess(self) -> AbstractContextManager[None]:
         return replaying_popen(self._process_replay())
 
+    def patched(self, change_id: str) -> bool:
+        """Whether the tape was recorded by code that knew ``change_id``."""
+        return change_id in self._engine.recording.patches
+
     # -- ending -------------------------------------------------------------------------
 
     def finish(self, outcome: Any = UNSET) -> ReplayReport:
@@ -195,4 +201,5 @@ class ReplayTape(Tape):
         try:
             return self._engine.close(exc)
         finally:
+            deactivate(self)
             self._stack.close()
