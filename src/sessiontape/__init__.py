@@ -52,7 +52,15 @@ from .cassette import (
     loads,
 )
 from .replayer import FakeClock, Noise, register_type, unregister_type
-from .report import FieldDiff, Mismatch, MismatchKind, ReplayMismatch, ReplayReport
+from .report import (
+    Change,
+    FieldDiff,
+    Mismatch,
+    MismatchKind,
+    ReplayMismatch,
+    ReplayReport,
+    Rewrite,
+)
 from .scrub import PathRoots, Scrubber
 from .tape import Mode, ReplayTape, Tape, patched
 
@@ -66,6 +74,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CassetteError",
+    "Change",
     "Chunk",
     "Clock",
     "Entry",
@@ -91,6 +100,7 @@ __all__ = [
     "ReplayReport",
     "ReplayTape",
     "ReplayedError",
+    "Rewrite",
     "Scrubber",
     "SessionEnd",
     "SessionStart",

@@ -74,6 +74,7 @@ def replay(
     patch_time: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
     order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+    update: bool = False,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -84,6 +85,12 @@ def replay(
     :class:`Noise` with regex substitutions). ``roots`` names today's directories for the
     recorded path placeholders. With ``patch_time`` (the default), entering the tape
     makes ``time.sleep`` instant and wall-clock reads virtual.
+
+    With ``update=True`` the tape is rewritten to match today's code wherever it can
+    still answer (today's requests, today's store results, calls no longer made dropped);
+    the report lists each change (``report.rewrites``). A call the tape cannot answer
+    fails the replay and nothing is written. The cassette must be a file sessiontape may
+    replace (not a symlink, in a writable directory).
     """
     recording = source if isinstance(source, Recording) else load_for_replay(source)
     engine = ReplayEngine(
@@ -95,6 +102,7 @@ def replay(
         scrubbers=_hooks.scrub_functions(),
         lookahead=lookahead,
         order_timeout=order_timeout,
+        update=update,
     )
     return ReplayTape(engine, patch_time=patch_time)
 

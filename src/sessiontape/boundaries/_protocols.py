@@ -62,6 +62,8 @@ class ReplaySide(Protocol):
     roots: PathRoots
     scrubber: Scrubber
     codec: PayloadCodec
+    #: Whether the replay rewrites its tape to match today's code (update mode).
+    updating: bool
 
     def head(self, boundary: str) -> CallEntry | None:
         """The next recorded call of ``boundary`` for the calling worker, if any."""
@@ -111,6 +113,15 @@ class ReplaySide(Protocol):
 
     def raw(self, value: Any) -> Any:
         """``value`` as JSON data, not scrubbed."""
+
+    def data(self, value: Any) -> Any:
+        """``value`` as JSON data scrubbed as at record time."""
+
+    def verifies(self, boundary: str) -> None:
+        """Note that ``boundary`` runs for real (a verify boundary)."""
+
+    def add_call(self, entry: CallEntry) -> None:
+        """Update mode: add a verify call the tape did not have, made for real just now."""
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread or task."""

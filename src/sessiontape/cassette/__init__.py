@@ -67,6 +67,7 @@ from ._loader import (
 from ._mapped import MappedFile
 from ._payload import DEFAULT_MAX_INLINE_BYTES, Level, PayloadCodec, digest
 from ._recording import Recording, SeqGaps
+from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
 from ._writer import (
     CassetteWriter,
@@ -127,6 +128,7 @@ __all__ = [
     "ViewStoreMutation",
     "beside",
     "boundary_of",
+    "check_rewritable",
     "damaged_line",
     "digest",
     "eager",
@@ -139,11 +141,13 @@ __all__ = [
     "loads",
     "open_private",
     "process_payloads",
+    "replace_cassette",
     "request_of",
     "result_json",
     "set_aside_tail",
     "sidecar_dir",
     "stored",
     "stored_result",
+    "write_new_cassette",
     "write_private_file",
 ]

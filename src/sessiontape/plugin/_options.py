@@ -24,6 +24,7 @@ __all__ = [
     "MARKER",
     "MARKER_KWARGS",
     "REPORT_PROPERTY",
+    "REWRITES_PROPERTY",
     "SETTINGS",
     "USE_CASSETTE_DIR",
     "RecordMode",
@@ -60,6 +61,8 @@ USE_CASSETTE_DIR: Final = ""
 MARKER: Final = "sessiontape"
 MARKER_KWARGS: Final = frozenset({"cassette", "mode", "strict", "noise", "roots"})
 REPORT_PROPERTY: Final = "sessiontape_report"
+#: The user property carrying what an update or a live re-record changed in a tape.
+REWRITES_PROPERTY: Final = "sessiontape_rewrites"
 #: A ``tape`` fixture records the test's node id as the entrypoint (``tests/x.py::test``);
 #: an application records its command line, which never starts like this.
 _NODEID_ENTRYPOINT: Final = re.compile(r"^[^\s:]+\.py::")
@@ -173,6 +176,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the JSON report of every replayed cassette to PATH.",
     )
+    group.addoption(
+        "--sessiontape-update",
+        dest="sessiontape_update",
+        action="store_true",
+        default=False,
+        help="rewrite each replayed tape to match today's code where the tape can still "
+        "answer (today's requests, today's store results, calls no longer made dropped), "
+        "and list every change; a call the tape cannot answer still fails the test.",
+    )
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -206,6 +218,8 @@ class Settings:
     noise: tuple[str, ...]
     report: Path | None
     replay: tuple[str, ...]
+    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
+    update: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -240,6 +254,7 @@ class Settings:
             noise=noise,
             report=(invocation / report).resolve() if report else None,
             replay=tuple(config.getoption("sessiontape_replay")),
+            update=bool(config.getoption("sessiontape_update")),
         )
 
 

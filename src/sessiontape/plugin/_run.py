@@ -12,15 +12,17 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import pluggy
 import pytest
 
 from .. import _hooks
 from ..cassette import is_cassette, write_private_file
-from ..report import ReplayReport
+from ..report import ReplayReport, Rewrite, jsonable, render_rewrites
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
+    REWRITES_PROPERTY,
     SETTINGS,
     Settings,
     read_header,
@@ -93,6 +95,8 @@ class _RunPlugin:
         self.config = config
         self.settings = settings
         self.reports: list[dict[str, Any]] = []
+        #: What updates and live re-records changed, one dict per replayed tape.
+        self.rewrites: list[dict[str, Any]] = []
         self._mirrored: list[tuple[object, str | None]] = []
         #: Set once registered: the plugins registered before are all replayed by then.
         self.configured = False
@@ -135,11 +139,38 @@ class _RunPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Workers attach each replay's report to the item; on the xdist controller (or in
         # a plain run) the teardown report carries all of them exactly once.
-        if self.settings.report is None or report.when != "teardown":
+        if report.when != "teardown":
             return
         for name, value in report.user_properties:
-            if name == REPORT_PROPERTY and isinstance(value, dict):
+            if not isinstance(value, dict):
+                continue
+            if name == REPORT_PROPERTY and self.settings.report is not None:
                 self.reports.append(value)
+            elif name == REWRITES_PROPERTY:
+                self.rewrites.append(value)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """List what updates changed, the way ``syrupy --snapshot-update`` does: the
+        counts first, then each change (on the xdist controller, from every worker)."""
+        if hasattr(self.config, "workerinput") or not self.rewrites:
+            return
+        done = sorted(self.rewrites, key=lambda r: str(r.get("tape", "")))
+        written = [r for r in done if r.get("written")]
+        changes = sum(len(r["rewrites"]) for r in done)
+        terminalreporter.section("sessiontape update")
+        terminalreporter.write_line(
+            f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
+            f"{changes} change(s)"
+        )
+        for r in done:
+            tape = shown_path(Path(str(r["tape"])), self.config)
+            rewrites = [
+                msgspec.structs.replace(msgspec_convert(x), tape=tape) for x in r["rewrites"]
+            ]
+            target = r.get("written")
+            shown = shown_path(Path(str(target)), self.config) if target else None
+            for line in render_rewrites(rewrites, shown):
+                terminalreporter.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         target = self.settings.report
@@ -167,8 +198,26 @@ class _RunPlugin:
             self.config.pluginmanager.unregister(self)
 
 
+def msgspec_convert(value: Any) -> Rewrite:
+    """A rewrite as it came back through a user property (plain data)."""
+    return msgspec.convert(value, type=Rewrite)
+
+
 def attach_report(item: pytest.Item, report: ReplayReport) -> None:
-    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist)."""
+    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist),
+    and what an update changed to the run that lists it."""
+    if report.rewrites:
+        item.user_properties.append(
+            (
+                REWRITES_PROPERTY,
+                {
+                    "nodeid": item.nodeid,
+                    "tape": report.cassette,
+                    "written": report.rewritten_to,
+                    "rewrites": [jsonable(r) for r in report.rewrites],
+                },
+            )
+        )
     if run_settings(item.config).report is None:
         return
     item.user_properties.append((REPORT_PROPERTY, {"nodeid": item.nodeid, **report.to_dict()}))

@@ -40,6 +40,7 @@ from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
 from ._timepatch import prepare as prepare_time
+from ._update import Updater
 
 __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"]
 
@@ -95,6 +96,7 @@ class ReplayEngine:
         scrubbers: Sequence[Callable[[str], str]] = (),
         lookahead: int = DEFAULT_LOOKAHEAD,
         order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+        update: bool = False,
     ) -> None:
         level = Level.parse(recording.header.level)
         if level is not Level.FULL:
@@ -120,6 +122,9 @@ class ReplayEngine:
             name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
         }
         self._set_roots(roots)
+        #: Whether this replay rewrites its tape to match today's code (update mode).
+        self.updating = update
+        self._updater = Updater(recording, self._outcome) if update else None
 
     # -- settings ---------------------------------------------------------------------
 
@@ -277,6 +282,20 @@ class ReplayEngine:
         """Report a mismatch a boundary found (see :meth:`Outcome.mismatch`)."""
         self._outcome.mismatch(kind, **fields)
 
+    # -- update mode ------------------------------------------------------------------
+
+    def verifies(self, boundary: str) -> None:
+        """Note that ``boundary`` runs for real (a verify boundary): in update mode, a call
+        of it that the tape does not have is added rather than failed."""
+        if self._updater is not None:
+            self._updater.verify.add(boundary)
+
+    def add_call(self, entry: CallEntry) -> None:
+        """In update mode, add ``entry`` (a verify call the tape did not have, made for
+        real just now by the calling worker) after the last call that worker made."""
+        if self._updater is not None:
+            self._updater.add(entry, self._outcome.position, self.clock)
+
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""
         self._outcome.application_error(exc, worker_var.get(), frame)
@@ -333,7 +352,8 @@ class ReplayEngine:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
         done.check_unconsumed(self._index.queues)
-        done.report = done.build_report()
+        updater = self._updater
+        done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:
             raise ReplayMismatch(done.report)
         return done.report

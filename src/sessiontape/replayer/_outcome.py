@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .._context import worker_var
@@ -34,6 +34,8 @@ from ._index import QueueKey
 __all__ = ["Outcome"]
 
 _perf_ns: Final = time.perf_counter_ns
+#: The mismatches that count as extra calls.
+_EXTRA_KINDS: Final = frozenset({MismatchKind.UNEXPECTED_CALL, MismatchKind.EXHAUSTED})
 #: The pseudo-boundary of whole-session checks (outcome, crash).
 _SESSION: Final = "session"
 
@@ -60,6 +62,8 @@ class Outcome:
         self._started_perf = _perf_ns()
         self.crash_checked = False
         self.report: ReplayReport | None = None
+        #: In update mode: the mismatches the update answers, which strict mode lets by.
+        self.answered: Callable[[MismatchKind, str], bool] | None = None
 
     @property
     def started(self) -> bool:
@@ -109,7 +113,7 @@ class Outcome:
         )
         with self._lock:
             self._mismatches.append((position, len(self._mismatches), found))
-        if self.strict:
+        if self.strict and (self.answered is None or not self.answered(kind, boundary)):
             raise ReplayMismatch(self.build_report())
 
     def collect(self, kind: MismatchKind, **fields: Any) -> None:
@@ -266,12 +270,21 @@ class Outcome:
         ]
         return [describe(e) for e in before[-3:]]
 
-    def build_report(self) -> ReplayReport:
-        """The report of everything found so far."""
+    def mismatches(self) -> list[Mismatch]:
+        """Every mismatch found so far, in timeline order."""
+        with self._lock:
+            return [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
+
+    def build_report(self, kept: list[Mismatch] | None = None) -> ReplayReport:
+        """The report of everything found so far (of the ``kept`` mismatches only, when
+        given: an update leaves out the ones it answered)."""
         with self._lock:
             mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
             consumed = len(self.served)
             extra = self._extra
+        if kept is not None:
+            mismatches = kept
+            extra = sum(1 for m in kept if m.kind in _EXTRA_KINDS)
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
         rec = self.recording
         report = ReplayReport(
