@@ -75,6 +75,8 @@ def replay(
     lookahead: int = DEFAULT_LOOKAHEAD,
     order_timeout: float = DEFAULT_ORDER_TIMEOUT,
     update: bool = False,
+    live: Sequence[str] = (),
+    app_version: str | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -91,6 +93,13 @@ def replay(
     the report lists each change (``report.rewrites``). A call the tape cannot answer
     fails the replay and nothing is written. The cassette must be a file sessiontape may
     replace (not a symlink, in a writable directory).
+
+    ``live`` re-records a segment: the calls its selectors pick (``"process"``,
+    ``"agent"``, ``"worker-2"``, ``"process@worker-2"``, ``"process:git"``) run for real
+    through the runner or adapter the application wired, and are recorded (scrubbed as
+    when recording); the others are served from the tape. The new tape is written beside
+    the old one (``x.rerecorded.jsonl``), or over it with ``update=True``; its header
+    notes the segments, the time and ``app_version`` (default: the tape's).
     """
     recording = source if isinstance(source, Recording) else load_for_replay(source)
     engine = ReplayEngine(
@@ -103,6 +112,8 @@ def replay(
         lookahead=lookahead,
         order_timeout=order_timeout,
         update=update,
+        live=[live] if isinstance(live, str) else live,
+        app_version=app_version,
     )
     return ReplayTape(engine, patch_time=patch_time)
 

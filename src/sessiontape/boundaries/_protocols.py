@@ -27,11 +27,18 @@ __all__ = ["RecordSide", "ReplaySide"]
 
 
 class RecordSide(Protocol):
-    """The recording engine as a boundary's record side sees it."""
+    """The recording engine as a boundary's record side sees it (the recorder, or a
+    live re-record's side, whose scrubber follows the replay's roots)."""
 
     level: Level
-    scrubber: Scrubber
-    codec: PayloadCodec
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """What every recorded value goes through."""
+
+    @property
+    def codec(self) -> PayloadCodec:
+        """How payloads are stored."""
 
     @property
     def active(self) -> bool:

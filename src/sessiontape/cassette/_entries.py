@@ -37,6 +37,7 @@ __all__ = [
     "Patched",
     "Payload",
     "ProcessCall",
+    "Rerecorded",
     "SessionEnd",
     "SessionResume",
     "SessionStart",
@@ -146,6 +147,19 @@ class _Entry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     parent: Seq | None = None
 
 
+class Rerecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """One live re-record of a segment of the tape (``--sessiontape-live``): which calls
+    were run for real again (``segments``, the selectors), when, by which app version,
+    and how many calls it added and dropped."""
+
+    segments: list[str]
+    at: str
+    app_version: str | None = None
+    sessiontape_version: str = ""
+    added: int = 0
+    dropped: int = 0
+
+
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     """The first line of every cassette: who recorded what, where, and with which settings."""
 
@@ -161,6 +175,8 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     platform: str = ""
     python: str = ""
     roots: dict[str, str] = msgspec.field(default_factory=dict)
+    #: The live re-records of segments of this tape, oldest first (``None``: none).
+    rerecorded: list[Rerecorded] | None = None
 
 
 class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):

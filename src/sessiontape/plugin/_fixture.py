@@ -282,6 +282,7 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
             noise=Noise(settings.noise) | options.noise,
             roots=options.roots,
             update=settings.update,
+            live=settings.live,
         )
     except CassetteError as exc:
         unreadable: str | None = f"{exc} Record it again: {_record_command(item)}"

@@ -127,7 +127,11 @@ class CassetteItem(pytest.Item):
                     f"pytest {shlex.quote(recorded_by)}"
                 )
             player = replay(
-                recording, strict=settings.strict, noise=settings.noise, update=settings.update
+                recording,
+                strict=settings.strict,
+                noise=settings.noise,
+                update=settings.update,
+                live=settings.live,
             )
             with player:
                 hook = _hooks.get_plugin_manager().hook

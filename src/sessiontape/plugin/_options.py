@@ -126,6 +126,19 @@ def _report_path(value: str) -> str:
     return value
 
 
+def _live_selector(value: str) -> str:
+    """``--sessiontape-live SELECTOR``: a well-formed selector (checked against each tape
+    when it is replayed)."""
+    for part in value.split(","):
+        if not re.fullmatch(r"[\w.-]+(?::[^@\s,]+)?(?:@\S+)?", part.strip()):
+            raise argparse.ArgumentTypeError(
+                f"{value!r}: write a boundary (process, agent, store or a user boundary's "
+                "name), a worker (worker-2), both (process@worker-2) or a program "
+                "(process:git)."
+            )
+    return value
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sessiontape", "sessiontape: record and replay sessions")
     group.addoption(
@@ -185,6 +198,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "answer (today's requests, today's store results, calls no longer made dropped), "
         "and list every change; a call the tape cannot answer still fails the test.",
     )
+    group.addoption(
+        "--sessiontape-live",
+        dest="sessiontape_live",
+        action="append",
+        default=[],
+        type=_live_selector,
+        metavar="SELECTOR",
+        help="re-record a segment of each replayed tape: the calls SELECTOR picks "
+        "(process, agent, a user boundary, worker-2, process@worker-2, process:git) run "
+        "for real and are recorded, the others are served from the tape; the new tape is "
+        "written beside (x.rerecorded.jsonl), or over the old one with "
+        "--sessiontape-update (repeatable, or comma-separated).",
+    )
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -220,6 +246,8 @@ class Settings:
     replay: tuple[str, ...]
     #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
     update: bool = False
+    #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
+    live: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -255,6 +283,12 @@ class Settings:
             report=(invocation / report).resolve() if report else None,
             replay=tuple(config.getoption("sessiontape_replay")),
             update=bool(config.getoption("sessiontape_update")),
+            live=tuple(
+                part.strip()
+                for value in config.getoption("sessiontape_live")
+                for part in value.split(",")
+                if part.strip()
+            ),
         )
 
 

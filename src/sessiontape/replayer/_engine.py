@@ -39,6 +39,7 @@ from ._index import TapeIndex
 from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
+from ._select import Selectors
 from ._timepatch import prepare as prepare_time
 from ._update import Updater
 
@@ -97,6 +98,8 @@ class ReplayEngine:
         lookahead: int = DEFAULT_LOOKAHEAD,
         order_timeout: float = DEFAULT_ORDER_TIMEOUT,
         update: bool = False,
+        live: Sequence[str] = (),
+        app_version: str | None = None,
     ) -> None:
         level = Level.parse(recording.header.level)
         if level is not Level.FULL:
@@ -124,7 +127,15 @@ class ReplayEngine:
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode).
         self.updating = update
-        self._updater = Updater(recording, self._outcome) if update else None
+        #: The calls a live re-record runs for real (``None``: no live re-record).
+        self.live = Selectors(live, recording) if live else None
+        self._updater = (
+            Updater(
+                recording, self._outcome, update=update, live=self.live, app_version=app_version
+            )
+            if update or live
+            else None
+        )
 
     # -- settings ---------------------------------------------------------------------
 
@@ -289,6 +300,11 @@ class ReplayEngine:
         of it that the tape does not have is added rather than failed."""
         if self._updater is not None:
             self._updater.verify.add(boundary)
+
+    def provisional_seq(self) -> int:
+        """A seq for a call run live now (negative; renumbered when the tape is written)."""
+        assert self._updater is not None
+        return self._updater.provisional_seq()
 
     def add_call(self, entry: CallEntry) -> None:
         """In update mode, add ``entry`` (a verify call the tape did not have, made for

@@ -21,32 +21,41 @@ of unchanged calls are kept byte for byte, so ``git diff`` shows exactly the cha
 
 from __future__ import annotations
 
+import datetime as _dt
+import itertools
 import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from .._context import worker_var
 from .._errors import UsageError
+from .._time import REAL
+from .._version import __version__
 from ..cassette import (
     BOUNDARY_PROCESS,
     CallEntry,
     Entry,
     ErrorInfo,
     Recording,
+    Rerecorded,
+    SessionStart,
     boundary_of,
     check_rewritable,
     encode_entry,
     replace_cassette,
     request_of,
+    write_new_cassette,
 )
 from ..report import Change, Mismatch, MismatchKind, ReplayReport, Rewrite
 from ._clock import FakeClock
 from ._match import Noise
 from ._outcome import Outcome
+from ._select import Selectors
 
 __all__ = ["ADDABLE", "FIXABLE", "Added", "UpdatePlan", "Updater", "line_seq"]
 
@@ -105,12 +114,21 @@ class UpdatePlan:
         *,
         noise: Noise,
         verify: frozenset[str],
+        update: bool = True,
+        live: Selectors | None = None,
+        header: SessionStart | None = None,
     ) -> None:
         self.recording = recording
         self._noise = noise
+        self._update = update
+        self._live = live
+        #: The header to write (a live re-record notes itself in it), if it changes.
+        self._header = header
         self._changed: dict[int, Any] = {}
         self._dropped: set[int] = set()
-        self._added = list(added)
+        # Calls added at one place keep the order they were opened in (provisional seqs
+        # count down from -1).
+        self._added = sorted(added, key=lambda a: -a.entry.seq)
         #: Mismatches an update cannot answer: the update fails, nothing is written.
         self.unfixable: list[Mismatch] = []
         #: Every change, in the order of the report's mismatches.
@@ -136,7 +154,12 @@ class UpdatePlan:
     @property
     def changes(self) -> bool:
         """Whether the tape changes at all."""
-        return bool(self._changed or self._dropped or self._added)
+        return bool(self._changed or self._dropped or self._added or self._header)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """How many calls are added and dropped."""
+        return len(self._added), len(self._dropped)
 
     # -- from mismatches to changes -----------------------------------------------------
 
@@ -158,6 +181,18 @@ class UpdatePlan:
         )
 
     def _apply(self, m: Mismatch, verify: frozenset[str]) -> bool:
+        if not self._update and not _live_answers(m, verify):
+            # A live re-record alone drops the recorded calls of its segment, and takes
+            # today's calls of the verify boundaries (our own state, which the segment
+            # drives); nothing else.
+            entry = self._entry(m.seq)
+            if (
+                m.kind is not MismatchKind.UNCONSUMED
+                or entry is None
+                or self._live is None
+                or not self._live.picks_entry(entry)
+            ):
+                return False
         if m.kind in ADDABLE:
             # Answered by the call added for it (see ``Added``), when it ran for real.
             return m.boundary in verify
@@ -240,9 +275,12 @@ class UpdatePlan:
         after: dict[int | None, list[CallEntry]] = {}
         for add in self._added:
             after.setdefault(add.after, []).append(add.entry)
+        renumber: dict[int, int] = {}
         if self._added:
-            renumber, added_seqs = self._new_seqs()
+            renumber = self._new_seqs()
         header_seq = self.recording.header.seq
+        if self._header is not None:
+            changed = {**changed, header_seq: self._header}
         for line in original.splitlines(keepends=True):
             if not line.strip():
                 continue
@@ -273,10 +311,21 @@ class UpdatePlan:
             if seq == header_seq:
                 new_calls += after.pop(None, [])
             for new in new_calls:
-                yield encode_entry(_REPLACE(new, seq=added_seqs[id(new)], parent=None))
+                yield self._encode_added(new, renumber)
         for rest in after.values():  # anchored on a line the file did not have
             for new in rest:
-                yield encode_entry(_REPLACE(new, seq=added_seqs[id(new)], parent=None))
+                yield self._encode_added(new, renumber)
+
+    @staticmethod
+    def _encode_added(entry: CallEntry, renumber: dict[int, int]) -> bytes:
+        parent = entry.parent
+        return encode_entry(
+            _REPLACE(
+                entry,
+                seq=renumber[entry.seq],
+                parent=None if parent is None else renumber.get(parent),
+            )
+        )
 
     def _kept(self) -> Iterator[tuple[Entry, bool]]:
         """The entries of the new tape in seq order, the added ones after their anchors;
@@ -300,17 +349,22 @@ class UpdatePlan:
     def _counts(self) -> dict[str, int]:
         return dict(Counter(_tag(e) for e, _ in self._kept()))
 
-    def _new_seqs(self) -> tuple[dict[int, int], dict[int, int]]:
-        """The new seq of each kept entry (by old seq) and of each added one (by id)."""
+    def _new_seqs(self) -> dict[int, int]:
+        """The new seq of each entry, by its seq on the tape (an added call's provisional
+        seq is negative, so the two never meet)."""
         first = self.recording.header.seq
-        renumber: dict[int, int] = {}
-        added: dict[int, int] = {}
-        for i, (entry, old) in enumerate(self._kept()):
-            if old:
-                renumber[entry.seq] = first + i
-            else:
-                added[id(entry)] = first + i
-        return renumber, added
+        return {entry.seq: first + i for i, (entry, _) in enumerate(self._kept())}
+
+
+def _live_answers(m: Mismatch, verify: frozenset[str]) -> bool:
+    """Whether a live re-record (without update) answers ``m``: a mismatch of a verify
+    boundary, which runs for real and takes today's calls."""
+    return m.boundary in verify and (m.kind in ADDABLE or m.kind in _VERIFY_FIXABLE)
+
+
+_VERIFY_FIXABLE: Final = frozenset(
+    {MismatchKind.ARGUMENT_MISMATCH, MismatchKind.STORE_MISMATCH, MismatchKind.UNCONSUMED}
+)
 
 
 def _tag(entry: Entry) -> str:
@@ -318,62 +372,119 @@ def _tag(entry: Entry) -> str:
 
 
 class Updater:
-    """The update mode of one replay: what strict mode lets by, the verify calls added,
-    and at the end the plan, the rewrite and the report."""
+    """The update mode or live re-record of one replay: what strict mode lets by, the
+    calls added, and at the end the plan, the rewrite and the report."""
 
-    def __init__(self, recording: Recording, outcome: Outcome) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        outcome: Outcome,
+        *,
+        update: bool,
+        live: Selectors | None = None,
+        app_version: str | None = None,
+    ) -> None:
         if recording.path == "<memory>":
             raise UsageError(
-                "update=True needs a cassette file to rewrite; this recording was loaded "
+                "update and live need a cassette file to write; this recording was loaded "
                 "from memory. Pass the cassette's path to replay()."
             )
-        check_rewritable(recording.path)  # refused before anything runs
+        path = Path(recording.path)
+        if update:
+            check_rewritable(path)  # refused before anything runs
+        self.update = update
+        self.live = live
+        self._app_version = app_version
+        #: Where the new tape goes: over the old one, or beside it (``x.rerecorded.jsonl``).
+        self.target = path if update else path.with_name(f"{path.stem}.rerecorded.jsonl")
         self._recording = recording
         self._outcome = outcome
         #: The boundaries that run for real (verify boundaries).
         self.verify: set[str] = set()
         self._added: list[Added] = []
         self._lock = threading.Lock()
+        self._provisional = itertools.count(-1, -1)
         outcome.answered = self.answered
 
+    def provisional_seq(self) -> int:
+        """A seq for a call added now (negative: renumbered when the tape is written)."""
+        with self._lock:
+            return next(self._provisional)
+
     def answered(self, kind: MismatchKind, boundary: str) -> bool:
-        """Whether an update answers a mismatch of ``kind`` on ``boundary``."""
+        """Whether the update (or the live re-record) answers a mismatch of ``kind`` on
+        ``boundary``: strict mode lets it by."""
+        if not self.update:
+            return boundary in self.verify and (kind in ADDABLE or kind in _VERIFY_FIXABLE)
         return kind in FIXABLE or (kind in ADDABLE and boundary in self.verify)
 
     def add(self, entry: CallEntry, position: dict[str, int], clock: FakeClock) -> None:
         """Add ``entry``, made by the calling worker just now, after that worker's last
-        call (``position``), at the virtual time of now."""
+        recorded call (``position``). A verify call run for real (seq 0) takes the virtual
+        time of now; a live call (its provisional seq, negative) comes complete."""
         worker = worker_var.get()
-        placed = _REPLACE(
-            entry,
-            ts_ns=clock.time_ns(),
-            mono_ns=clock.monotonic_ns(),
-            worker=worker,
-            thread=threading.current_thread().name,
-        )
+        if entry.seq >= 0:
+            entry = _REPLACE(
+                entry,
+                seq=self.provisional_seq(),
+                ts_ns=clock.time_ns(),
+                mono_ns=clock.monotonic_ns(),
+                worker=worker,
+                thread=threading.current_thread().name,
+            )
         with self._lock:
-            self._added.append(Added(position.get(worker), placed))
+            self._added.append(Added(position.get(worker), entry))
+
+    def _header(self, added: int, dropped: int) -> SessionStart | None:
+        if self.live is None:
+            return None
+        header = self._recording.header
+        note = Rerecorded(
+            segments=self.live.texts,
+            # Real time: the replay's clock is the tape's virtual one.
+            at=REAL.datetime.now(_dt.timezone.utc).isoformat(),
+            app_version=self._app_version or header.app_version,
+            sessiontape_version=__version__,
+            added=added,
+            dropped=dropped,
+        )
+        return _REPLACE(header, rerecorded=[*(header.rerecorded or []), note])
 
     def finish(self, noise: Noise) -> ReplayReport:
-        """The report of the update: the tape rewritten when every mismatch is answered."""
+        """The report: the new tape written when every mismatch is answered."""
         done = self._outcome
+        mismatches = done.mismatches()
         plan = UpdatePlan(
             self._recording,
-            done.mismatches(),
+            mismatches,
             self._added,
             noise=noise,
             verify=frozenset(self.verify),
+            update=self.update,
+            live=self.live,
         )
         if plan.unfixable:
             # Nothing is invented: the mismatches the tape cannot answer fail the replay
             # and nothing is written (a partial rewrite would drop what they cut short).
-            return done.build_report()
+            return done.build_report(kept=plan.unfixable if not self.update else None)
+        header = self._header(*plan.counts)
+        if header is not None:
+            plan = UpdatePlan(
+                self._recording,
+                mismatches,
+                self._added,
+                noise=noise,
+                verify=frozenset(self.verify),
+                update=self.update,
+                live=self.live,
+                header=header,
+            )
         written: str | None = None
         if plan.changes:
-            path = self._recording.path
-            with open(path, "rb") as file:
+            with open(self._recording.path, "rb") as file:
                 original = file.read()
-            written = str(replace_cassette(path, plan.lines(original)))
+            write = replace_cassette if self.update else write_new_cassette
+            written = str(write(self.target, plan.lines(original)))
         report = done.build_report(kept=[])
         report.rewrites = plan.rewrites
         report.rewritten_to = written

@@ -15,23 +15,28 @@ from types import TracebackType
 from typing import Any, Literal
 
 from .._context import derived_workers
+from .._errors import UsageError
 from ..boundaries import (
     AsyncProcessRunner,
     AsyncReplayRunner,
     ProcessReplay,
     ProcessRunner,
+    RecordingRunner,
+    SubprocessRunner,
+    recording_agent,
     replaying_agent,
     replaying_boundary,
     replaying_popen,
     replaying_store,
     reporting_thread_errors,
 )
-from ..cassette import BoundaryKind, Recording
+from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
 from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
 from ._base import Mode, Tape
+from ._live import LiveRunner, LiveSide, live_methods
 
 __all__ = ["ReplayTape"]
 
@@ -53,6 +58,7 @@ class ReplayTape(Tape):
         # The session starts with the tape: threads are named, their deaths reported.
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
+        self._live = LiveSide(engine, engine.recording.path) if engine.live is not None else None
         activate(self)
 
     # -- what the replay is -------------------------------------------------------------
@@ -122,8 +128,18 @@ class ReplayTape(Tape):
             self._processes = ProcessReplay(self._engine)
         return self._processes
 
+    def _picks(self, boundary: str) -> bool:
+        """Whether a live re-record may pick calls of ``boundary`` (or of a worker)."""
+        live = self._engine.live
+        return live is not None and any(s.boundary in (None, boundary) for s in live.items)
+
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
-        return self._process_replay().runner()
+        replayed = self._process_replay().runner()
+        if self._live is None:
+            return replayed
+        # A live agent's model process is live too: any live re-record needs the real one.
+        real = RecordingRunner(self._live, inner if inner is not None else SubprocessRunner())
+        return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
         return AsyncReplayRunner(self._process_replay())
@@ -142,9 +158,19 @@ class ReplayTape(Tape):
             asynchronous = adapter is not None and any(
                 inspect.iscoroutinefunction(getattr(adapter, n, None)) for n in names
             )
-        return replaying_agent(
+        replayed = replaying_agent(
             self._engine, method=method, result_type=result_type, asynchronous=asynchronous
         )
+        if self._live is None or not self._picks(BOUNDARY_AGENT):
+            return replayed
+        if adapter is None or asynchronous:
+            raise UsageError(
+                "a live re-record of the agent needs the real adapter (synchronous): pass "
+                "it to tape.agent(adapter, ...) as when recording."
+            )
+        names = [method] if isinstance(method, str) else list(method)
+        real = recording_agent(self._live, adapter, name=name, method=method)
+        return live_methods(self._engine, BOUNDARY_AGENT, names, real, replayed)
 
     def store(
         self,
