@@ -57,6 +57,7 @@ from cases import (  # noqa: E402
     record,
     replay_call,
     report,
+    update,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
@@ -159,6 +160,7 @@ ALL_CASES: Final = (
     "memory",
     "load",
     "report",
+    "update",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -166,6 +168,7 @@ _TAPES: Final = {
     "memory": ("huge",),
     "load": ("small", "medium", "long"),
     "report": ("report",),
+    "update": ("medium",),
 }
 
 
@@ -236,6 +239,12 @@ def _cases(
             "load throughput and peak memory",
             lambda: load.run(
                 tapes={name: tapes[name] for name in _TAPES["load"]}, repeat=prof["load_repeat"]
+            ),
+        ),
+        "update": (
+            "update of the medium tape against its plain replay",
+            lambda: update.run(
+                path=tapes["medium"]["path"], workdir=workdir, repeat=prof["load_repeat"]
             ),
         ),
         "report": (
