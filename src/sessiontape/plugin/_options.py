@@ -199,6 +199,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "and list every change; a call the tape cannot answer still fails the test.",
     )
     group.addoption(
+        "--sessiontape-unused",
+        dest="sessiontape_unused",
+        action="store_true",
+        default=False,
+        help="list the fixture cassettes under the cassette directory that no collected "
+        "test owns, and the recorded calls each test left unconsumed (nothing is deleted).",
+    )
+    group.addoption(
         "--sessiontape-live",
         dest="sessiontape_live",
         action="append",
@@ -248,6 +256,8 @@ class Settings:
     update: bool = False
     #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
     live: tuple[str, ...] = ()
+    #: ``--sessiontape-unused``: list cassettes and calls no test uses.
+    unused: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -283,6 +293,7 @@ class Settings:
             report=(invocation / report).resolve() if report else None,
             replay=tuple(config.getoption("sessiontape_replay")),
             update=bool(config.getoption("sessiontape_update")),
+            unused=bool(config.getoption("sessiontape_unused")),
             live=tuple(
                 part.strip()
                 for value in config.getoption("sessiontape_live")

@@ -30,6 +30,7 @@ from ._options import (
     run_settings,
     shown_path,
 )
+from ._unused import UNCONSUMED_PROPERTY, UnusedPlugin, unconsumed_property
 
 __all__ = ["attach_report", "pytest_configure", "pytest_report_header"]
 
@@ -56,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # signature): the outer run's hooks must come back whatever happens here.
     config.add_cleanup(run.teardown)
     config.pluginmanager.register(run, _RunPlugin.NAME)
+    if settings.unused:
+        config.pluginmanager.register(UnusedPlugin(config), UnusedPlugin.NAME)
     run.configured = True
 
 
@@ -206,6 +209,10 @@ def msgspec_convert(value: Any) -> Rewrite:
 def attach_report(item: pytest.Item, report: ReplayReport) -> None:
     """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist),
     and what an update changed to the run that lists it."""
+    if run_settings(item.config).unused:
+        unconsumed = unconsumed_property(report)
+        if unconsumed is not None:
+            item.user_properties.append((UNCONSUMED_PROPERTY, unconsumed))
     if report.rewrites:
         item.user_properties.append(
             (
