@@ -137,3 +137,48 @@ def test_live_selectors_rerecord_only_their_segment(
         }
         assert tape.finish().ok
     assert replayed.started == []
+
+
+BIG = 100_000  # past the 64 KiB inline limit: kept in the sidecar at level full
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def big_program(runner: Any, word: str) -> list[str]:
+    """A big output (sidecar), and a secret in an argument and in an output."""
+    big = runner.run([PY, "-c", f"print({word!r} * {BIG})"], text=True).stdout
+    secret = runner.run([PY, "-c", f"print('token={TOKEN}')", f"--auth={TOKEN}"], text=True)
+    return [big[:10], str(len(big)), secret.stdout.strip()]
+
+
+def test_update_and_live_keep_sidecars_and_scrub_live_calls(tmp_path: Path) -> None:
+    cassette = tmp_path / "t.jsonl"
+    with sessiontape.record(cassette) as tape:
+        live = big_program(tape.process_runner(SubprocessRunner()), "a")
+        tape.finish()
+    recorded = [*live[:2], "token=[REDACTED]"]  # what the tape answers: the secret redacted
+    assert (tmp_path / "t.jsonl.blobs").is_dir()
+
+    # Live: both calls run for real again; the new tape, beside, has its own sidecar.
+    with sessiontape.replay(cassette, live=["process"]) as tape:
+        assert big_program(tape.process_runner(SubprocessRunner()), "b")[1] == str(BIG + 1)
+        assert tape.finish().ok
+    new = tmp_path / "t.rerecorded.jsonl"
+    text = new.read_text(encoding="utf-8")
+    assert TOKEN not in text  # scrubbed before it was written, as recording does
+    for blob in (tmp_path / "t.rerecorded.jsonl.blobs").iterdir():
+        assert TOKEN.encode() not in blob.read_bytes()
+    with sessiontape.replay(new) as tape:
+        replayed = big_program(tape.process_runner(SubprocessRunner()), "b")
+        assert tape.finish().ok
+    assert replayed[:2] == ["b" * 10, str(BIG + 1)]
+
+    # Update in place: today's argument, the recorded (sidecar) answer.
+    with sessiontape.replay(cassette, update=True) as tape:
+        assert big_program(tape.process_runner(SubprocessRunner()), "c") == recorded
+        report = tape.finish()
+    assert report.ok, report.render()
+    assert {r.field for r in report.rewrites} == {"argv[2]"}
+    assert TOKEN not in cassette.read_text(encoding="utf-8")
+    with sessiontape.replay(cassette) as tape:
+        assert big_program(tape.process_runner(SubprocessRunner()), "c") == recorded
+        assert tape.finish().ok

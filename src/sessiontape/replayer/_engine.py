@@ -301,6 +301,12 @@ class ReplayEngine:
         if self._updater is not None:
             self._updater.verify.add(boundary)
 
+    @property
+    def rewrite_target(self) -> str:
+        """Where an update or a live re-record writes the new tape."""
+        assert self._updater is not None
+        return str(self._updater.target)
+
     def provisional_seq(self) -> int:
         """A seq for a call run live now (negative; renumbered when the tape is written)."""
         assert self._updater is not None

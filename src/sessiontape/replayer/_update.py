@@ -44,11 +44,13 @@ from ..cassette import (
     Recording,
     Rerecorded,
     SessionStart,
+    Sidecar,
     boundary_of,
     check_rewritable,
     encode_entry,
     replace_cassette,
     request_of,
+    sidecar_dir,
     write_new_cassette,
 )
 from ..report import Change, Mismatch, MismatchKind, ReplayReport, Rewrite
@@ -356,6 +358,21 @@ class UpdatePlan:
         return {entry.seq: first + i for i, (entry, _) in enumerate(self._kept())}
 
 
+def _copy_sidecar(source: Path, target: Path) -> None:
+    """Copy the sidecar payloads of the tape at ``source`` beside ``target`` too: the new
+    tape keeps the entries that point at them (a full tape replays on its own)."""
+    directory = sidecar_dir(source)
+    if not directory.is_dir():
+        return
+    old, new = Sidecar(source), Sidecar(target)
+    for file in directory.iterdir():
+        name = file.name
+        gz = name.endswith(".gz")
+        stem = name[:-3] if gz else name
+        if stem.startswith("sha256-"):
+            old.copy_to(new, stem.replace("-", ":", 1), gz=gz)
+
+
 def _live_answers(m: Mismatch, verify: frozenset[str]) -> bool:
     """Whether a live re-record (without update) answers ``m``: a mismatch of a verify
     boundary, which runs for real and takes today's calls, or the session's outcome,
@@ -488,6 +505,8 @@ class Updater:
         if plan.changes:
             with open(self._recording.path, "rb") as file:
                 original = file.read()
+            if not self.update:
+                _copy_sidecar(Path(self._recording.path), self.target)
             write = replace_cassette if self.update else write_new_cassette
             written = str(write(self.target, plan.lines(original)))
         report = done.build_report(kept=[])

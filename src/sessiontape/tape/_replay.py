@@ -58,7 +58,8 @@ class ReplayTape(Tape):
         # The session starts with the tape: threads are named, their deaths reported.
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
-        self._live = LiveSide(engine, engine.recording.path) if engine.live is not None else None
+        # Live payloads past the inline limit go to the sidecar of the tape being written.
+        self._live = LiveSide(engine, engine.rewrite_target) if engine.live is not None else None
         activate(self)
 
     # -- what the replay is -------------------------------------------------------------
