@@ -10,6 +10,7 @@ made last that is still open.
 from __future__ import annotations
 
 import threading
+import weakref
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Final
 
@@ -23,15 +24,16 @@ __all__ = ["activate", "active_tape", "deactivate", "patched"]
 _lock = threading.Lock()
 #: The tapes open in this process, oldest first.
 _open: list[Tape] = []
-#: The tape made in this context (and the contexts copied from it).
-_own: Final[ContextVar[Tape | None]] = ContextVar("sessiontape_tape", default=None)
+#: The tape made in this context (and the contexts copied from it), held weakly: a closed
+#: tape and its recording are not kept alive by the context that made them.
+_own: Final[ContextVar[weakref.ref[Tape] | None]] = ContextVar("sessiontape_tape", default=None)
 
 
 def activate(tape: Tape) -> None:
     """Note ``tape`` as open (the tapes call it when they are made)."""
     with _lock:
         _open.append(tape)
-    _own.set(tape)
+    _own.set(weakref.ref(tape))
 
 
 def deactivate(tape: Tape) -> None:
@@ -45,7 +47,8 @@ def deactivate(tape: Tape) -> None:
 
 def active_tape() -> Tape | None:
     """The tape the calling code runs under, or ``None`` outside any tape."""
-    own = _own.get()
+    ref = _own.get()
+    own = ref() if ref is not None else None
     with _lock:
         if own is not None and any(t is own for t in _open):
             return own
