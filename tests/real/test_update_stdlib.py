@@ -182,3 +182,13 @@ def test_update_and_live_keep_sidecars_and_scrub_live_calls(tmp_path: Path) -> N
     with sessiontape.replay(cassette) as tape:
         assert big_program(tape.process_runner(SubprocessRunner()), "c") == recorded
         assert tape.finish().ok
+
+
+def test_live_processes_under_patch_subprocess_are_refused_not_replayed(tmp_path: Path) -> None:
+    cassette = tmp_path / "t.jsonl"
+    _record(cassette, "hello")
+    with sessiontape.replay(cassette, live=["process"]) as tape:
+        with pytest.raises(sessiontape.UsageError, match="patch_subprocess"):
+            tape.patch_subprocess()
+        assert not tape.finish().ok
+    assert not (tmp_path / "t.rerecorded.jsonl").exists()  # a replay that proved nothing

@@ -485,6 +485,9 @@ class Updater:
             update=self.update,
             live=self.live,
         )
+        if not done.served and not self._added:
+            # Nothing was served or run: a replay that proves nothing writes nothing.
+            return done.build_report()
         if plan.unfixable:
             # Nothing is invented: the mismatches the tape cannot answer fail the replay
             # and nothing is written (a partial rewrite would drop what they cut short).

@@ -134,6 +134,17 @@ class ReplayTape(Tape):
         live = self._engine.live
         return live is not None and any(s.boundary in (None, boundary) for s in live.items)
 
+    def _not_live(self, boundary: str, wiring: str) -> None:
+        """Refuse a live re-record of a boundary wired in a way it cannot run live yet,
+        rather than replay calls the user asked to run for real."""
+        live = self._engine.live
+        if live is not None and any(s.boundary == boundary for s in live.items):
+            raise UsageError(
+                f"a live re-record of {boundary!r} calls made through {wiring} is not "
+                "supported yet: wire the application through tape.process_runner(runner) "
+                "or tape.agent(adapter), or leave the boundary out of the selectors."
+            )
+
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         replayed = self._process_replay().runner()
         if self._live is None:
@@ -143,6 +154,7 @@ class ReplayTape(Tape):
         return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        self._not_live("process", "tape.async_process_runner()")
         return AsyncReplayRunner(self._process_replay())
 
     def agent(
@@ -193,6 +205,7 @@ class ReplayTape(Tape):
         kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
         result_type: Any = None,
     ) -> Any:
+        self._not_live(name, f"tape.boundary({name!r})")
         return replaying_boundary(
             self._engine,
             name,
@@ -203,6 +216,7 @@ class ReplayTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
+        self._not_live("process", "tape.patch_subprocess()")
         return replaying_popen(self._process_replay())
 
     def patched(self, change_id: str) -> bool:
