@@ -129,7 +129,8 @@ class ReplayEngine:
         self.updating = update
         #: The calls a live re-record runs for real (``None``: no live re-record).
         self.live = Selectors(live, recording) if live else None
-        self._updater = (
+        #: The update or live re-record this replay makes (``None``: a plain replay).
+        self.updater = (
             Updater(
                 recording, self._outcome, update=update, live=self.live, app_version=app_version
             )
@@ -298,25 +299,14 @@ class ReplayEngine:
     def verifies(self, boundary: str) -> None:
         """Note that ``boundary`` runs for real (a verify boundary): in update mode, a call
         of it that the tape does not have is added rather than failed."""
-        if self._updater is not None:
-            self._updater.verify.add(boundary)
-
-    @property
-    def rewrite_target(self) -> str:
-        """Where an update or a live re-record writes the new tape."""
-        assert self._updater is not None
-        return str(self._updater.target)
-
-    def provisional_seq(self) -> int:
-        """A seq for a call run live now (negative; renumbered when the tape is written)."""
-        assert self._updater is not None
-        return self._updater.provisional_seq()
+        if self.updater is not None:
+            self.updater.verify.add(boundary)
 
     def add_call(self, entry: CallEntry) -> None:
         """In update mode, add ``entry`` (a verify call the tape did not have, made for
         real just now by the calling worker) after the last call that worker made."""
-        if self._updater is not None:
-            self._updater.add(entry, self._outcome.position, self.clock)
+        if self.updater is not None:
+            self.updater.add(entry, self._outcome.position, self.clock)
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""
@@ -374,7 +364,7 @@ class ReplayEngine:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
         done.check_unconsumed(self._index.queues)
-        updater = self._updater
+        updater = self.updater
         done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:
             raise ReplayMismatch(done.report)

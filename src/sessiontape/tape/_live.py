@@ -68,7 +68,9 @@ class LiveSide:
         return True
 
     def open(self) -> Opened:
-        seq = self._engine.provisional_seq()
+        updater = self._engine.updater
+        assert updater is not None  # a live side exists only in a live re-record
+        seq = updater.provisional_seq()
         with self._lock:
             self._started[seq] = REAL.monotonic_ns()
         clock = self._engine.clock

@@ -59,7 +59,12 @@ class ReplayTape(Tape):
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
         # Live payloads past the inline limit go to the sidecar of the tape being written.
-        self._live = LiveSide(engine, engine.rewrite_target) if engine.live is not None else None
+        updater = engine.updater
+        self._live = (
+            LiveSide(engine, str(updater.target))
+            if engine.live is not None and updater is not None
+            else None
+        )
         activate(self)
 
     # -- what the replay is -------------------------------------------------------------
