@@ -142,6 +142,14 @@ def _check_load_and_report(res: dict[str, Any]) -> None:
         assert _positive(rep[key]), key
 
 
+def _check_update(res: dict[str, Any]) -> None:
+    up = res["update"]
+    assert up["rewrites"] == up["edited"]  # every edited call rewritten, nothing else
+    assert up["unchanged_written"] is False  # no change, no write
+    for key in ("update_ns", "plain_ns", "unchanged_ns", "ratio", "unchanged_ratio"):
+        assert _positive(up[key]), key
+
+
 #: Each group of cases, how its results are checked, and the targets its rows carry.
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
     "recording": (
@@ -172,6 +180,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
         _check_load_and_report,
         {"load_mb_s", "report_size_ratio", "report_time_ratio"},
     ),
+    "update": (("update",), _check_update, {"update_ratio"}),
 }
 
 
