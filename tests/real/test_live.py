@@ -16,6 +16,7 @@ import pytest
 
 import sessiontape
 from sessiontape import Change, ProcessCall, ReplayReport
+from sessiontape.cli import main
 from sessiontape.examples.gardener import WORK_ROOT, ScriptedAgent, run_session
 
 from ._changes import FETCH, changed_gardener
@@ -62,6 +63,7 @@ def test_live_process_rerecords_the_new_git_call_and_no_agent_is_asked(
     monkeypatch: pytest.MonkeyPatch,
     asked: list[Any],
     spawns: Spawns,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tape = tmp_path / f"{name}.jsonl"
     shutil.copy(CORPUS / tape.name, tape)
@@ -93,6 +95,9 @@ def test_live_process_rerecords_the_new_git_call_and_no_agent_is_asked(
     assert all(e.parent is None or recording.by_seq(e.parent) is not None for e in recording)
     old = sessiontape.load(CORPUS / tape.name)
     assert len(recording.entries_for("agent")) == len(old.entries_for("agent"))
+    capsys.readouterr()
+    assert main(["validate", str(new)]) == 0
+    assert capsys.readouterr().out == f"{new}: valid ({len(recording.entries)} entries)\n"
 
     fetched.clear()
     with spawns.counting():

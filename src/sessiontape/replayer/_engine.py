@@ -306,7 +306,7 @@ class ReplayEngine:
         """In update mode, add ``entry`` (a verify call the tape did not have, made for
         real just now by the calling worker) after the last call that worker made."""
         if self.updater is not None:
-            self.updater.add(entry, self._outcome.position, self.clock)
+            self.updater.add(entry, self._outcome.position)
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""

@@ -54,7 +54,6 @@ from ..cassette import (
     write_new_cassette,
 )
 from ..report import Change, Mismatch, MismatchKind, ReplayReport, Rewrite
-from ._clock import FakeClock
 from ._match import Noise
 from ._outcome import Outcome
 from ._select import Selectors
@@ -440,22 +439,26 @@ class Updater:
             return boundary in self.verify and (kind in ADDABLE or kind in _VERIFY_FIXABLE)
         return kind in FIXABLE or (kind in ADDABLE and boundary in self.verify)
 
-    def add(self, entry: CallEntry, position: dict[str, int], clock: FakeClock) -> None:
+    def add(self, entry: CallEntry, position: dict[str, int]) -> None:
         """Add ``entry``, made by the calling worker just now, after that worker's last
-        recorded call (``position``). A verify call run for real (seq 0) takes the virtual
-        time of now; a live call (its provisional seq, negative) comes complete."""
+        recorded call (``position``). A verify call run for real (seq 0) takes a
+        provisional seq, the worker and the thread; a live call (its provisional seq,
+        negative) comes complete. Either is timed at the start of the call before it on
+        the tape, so each thread's times still run forwards in the new tape (the replay's
+        virtual clock drifts from the tape's while real calls run)."""
         worker = worker_var.get()
+        anchor = position.get(worker)
+        before = self._recording.by_seq(anchor) if anchor is not None else None
+        if before is None:
+            before = self._recording.header
+        fields: dict[str, Any] = {"ts_ns": before.ts_ns, "mono_ns": before.mono_ns}
         if entry.seq >= 0:
-            entry = _REPLACE(
-                entry,
-                seq=self.provisional_seq(),
-                ts_ns=clock.time_ns(),
-                mono_ns=clock.monotonic_ns(),
-                worker=worker,
-                thread=threading.current_thread().name,
+            fields.update(
+                seq=self.provisional_seq(), worker=worker, thread=threading.current_thread().name
             )
+        entry = _REPLACE(entry, **fields)
         with self._lock:
-            self._added.append(Added(position.get(worker), entry))
+            self._added.append(Added(anchor, entry))
 
     def _header(self, added: int, dropped: int) -> SessionStart | None:
         if self.live is None:
