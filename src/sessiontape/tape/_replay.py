@@ -15,11 +15,15 @@ from types import TracebackType
 from typing import Any, Literal
 
 from .._context import derived_workers
+from .._errors import UsageError
 from ..boundaries import (
     AsyncProcessRunner,
     AsyncReplayRunner,
     ProcessReplay,
     ProcessRunner,
+    RecordingRunner,
+    SubprocessRunner,
+    recording_agent,
     replaying_agent,
     replaying_boundary,
     replaying_popen,
@@ -27,11 +31,13 @@ from ..boundaries import (
     reporting_thread_errors,
     watching_processes,
 )
-from ..cassette import BoundaryKind, Recording
+from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
 from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
+from ._active import activate, deactivate
 from ._base import Mode, Tape
+from ._live import LiveRunner, LiveSide, live_methods
 
 __all__ = ["ReplayTape"]
 
@@ -55,6 +61,14 @@ class ReplayTape(Tape):
         self._stack.enter_context(reporting_thread_errors(engine))
         # A process started outside the interception runs for real: the report says so.
         self._stack.enter_context(watching_processes(engine))
+        # Live payloads past the inline limit go to the sidecar of the tape being written.
+        updater = engine.updater
+        self._live = (
+            LiveSide(engine, str(updater.target))
+            if engine.live is not None and updater is not None
+            else None
+        )
+        activate(self)
 
     # -- what the replay is -------------------------------------------------------------
 
@@ -123,10 +137,32 @@ class ReplayTape(Tape):
             self._processes = ProcessReplay(self._engine)
         return self._processes
 
+    def _picks(self, boundary: str) -> bool:
+        """Whether a live re-record may pick calls of ``boundary`` (or of a worker)."""
+        live = self._engine.live
+        return live is not None and any(s.boundary in (None, boundary) for s in live.items)
+
+    def _not_live(self, boundary: str, wiring: str) -> None:
+        """Refuse a live re-record of a boundary wired in a way it cannot run live yet,
+        rather than replay calls the user asked to run for real."""
+        live = self._engine.live
+        if live is not None and any(s.boundary == boundary for s in live.items):
+            raise UsageError(
+                f"a live re-record of {boundary!r} calls made through {wiring} is not "
+                "supported yet: wire the application through tape.process_runner(runner) "
+                "or tape.agent(adapter), or leave the boundary out of the selectors."
+            )
+
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
-        return self._process_replay().runner()
+        replayed = self._process_replay().runner()
+        if self._live is None:
+            return replayed
+        # A live agent's model process is live too: any live re-record needs the real one.
+        real = RecordingRunner(self._live, inner if inner is not None else SubprocessRunner())
+        return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
+        self._not_live("process", "tape.async_process_runner()")
         return AsyncReplayRunner(self._process_replay())
 
     def agent(
@@ -143,9 +179,19 @@ class ReplayTape(Tape):
             asynchronous = adapter is not None and any(
                 inspect.iscoroutinefunction(getattr(adapter, n, None)) for n in names
             )
-        return replaying_agent(
+        replayed = replaying_agent(
             self._engine, method=method, result_type=result_type, asynchronous=asynchronous
         )
+        if self._live is None or not self._picks(BOUNDARY_AGENT):
+            return replayed
+        if adapter is None or asynchronous:
+            raise UsageError(
+                "a live re-record of the agent needs the real adapter (synchronous): pass "
+                "it to tape.agent(adapter, ...) as when recording."
+            )
+        names = [method] if isinstance(method, str) else list(method)
+        real = recording_agent(self._live, adapter, name=name, method=method)
+        return live_methods(self._engine, BOUNDARY_AGENT, names, real, replayed)
 
     def store(
         self,
@@ -167,6 +213,7 @@ class ReplayTape(Tape):
         kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
         result_type: Any = None,
     ) -> Any:
+        self._not_live(name, f"tape.boundary({name!r})")
         return replaying_boundary(
             self._engine,
             name,
@@ -177,7 +224,12 @@ class ReplayTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
+        self._not_live("process", "tape.patch_subprocess()")
         return replaying_popen(self._process_replay())
+
+    def patched(self, change_id: str) -> bool:
+        """Whether the tape was recorded by code that knew ``change_id``."""
+        return change_id in self._engine.recording.patches
 
     # -- ending -------------------------------------------------------------------------
 
@@ -198,4 +250,5 @@ class ReplayTape(Tape):
         try:
             return self._engine.close(exc)
         finally:
+            deactivate(self)
             self._stack.close()
