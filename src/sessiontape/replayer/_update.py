@@ -41,6 +41,7 @@ from ..cassette import (
     CallEntry,
     Entry,
     ErrorInfo,
+    ExactBytes,
     Recording,
     Rerecorded,
     SessionStart,
@@ -224,7 +225,12 @@ class UpdatePlan:
         recorded = request_of(entry)
         today = self._noise.keep_recorded(m.boundary, recorded, m.actual)
         names = _PROCESS_REQUEST if m.boundary == BOUNDARY_PROCESS else _METHOD_REQUEST
-        fields = {n: today[n] for n in names if n in today and today[n] != recorded[n]}
+        fields: dict[str, Any] = {
+            n: today[n] for n in names if n in today and today[n] != recorded[n]
+        }
+        if m.boundary == BOUNDARY_PROCESS and today.get("exact") != recorded.get("exact"):
+            # The bytes of values that are not UTF-8 go with the readable argv and env.
+            fields["exact"] = _exact_of(today)
         if not fields:
             return True  # only noise differed
         self._changed[entry.seq] = _REPLACE(entry, **fields)
@@ -355,6 +361,19 @@ class UpdatePlan:
         seq is negative, so the two never meet)."""
         first = self.recording.header.seq
         return {entry.seq: first + i for i, (entry, _) in enumerate(self._kept())}
+
+
+def _exact_of(request: dict[str, Any]) -> ExactBytes | None:
+    """A process call's ``exact`` field from its request form (``exact_request``)."""
+    found = request.get("exact")
+    if not found:
+        return None
+    argv = found.get("argv")
+    return ExactBytes(
+        argv={int(k): v for k, v in argv.items()} if argv else None,
+        env=found.get("env") or None,
+        env_names=found.get("env_names") or None,
+    )
 
 
 def _copy_sidecar(source: Path, target: Path) -> None:
