@@ -110,7 +110,9 @@ class ReplayEngine:
         self.recording = recording
         self._scrubbers = tuple(scrubbers)
         self.clock = FakeClock(recording.header.ts_ns, recording.header.mono_ns)
-        self._index = index = TapeIndex(recording)
+        #: The calls a live re-record runs for real (``None``: no live re-record).
+        self.live = Selectors(live, recording) if live else None
+        self._index = index = TapeIndex(recording, live=self.live)
         self.loaded = index.loaded
         self._outcome = Outcome(recording, strict=strict, loaded=index.loaded, hidden=index.hidden)
         self._aligner = Aligner(
@@ -127,8 +129,6 @@ class ReplayEngine:
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode).
         self.updating = update
-        #: The calls a live re-record runs for real (``None``: no live re-record).
-        self.live = Selectors(live, recording) if live else None
         #: The update or live re-record this replay makes (``None``: a plain replay).
         self.updater = (
             Updater(
@@ -365,7 +365,7 @@ class ReplayEngine:
         if outcome is not UNSET and self.recording.end is not None:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
-        done.check_unconsumed(self._index.queues)
+        done.check_unconsumed(self._index.remaining())
         updater = self.updater
         done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from .._context import worker_var
@@ -223,9 +223,9 @@ class Outcome:
             position=recorded.seq,
         )
 
-    def check_unconsumed(self, queues: Mapping[QueueKey, deque[CallEntry]]) -> None:
+    def check_unconsumed(self, queues: Iterable[tuple[QueueKey, deque[CallEntry]]]) -> None:
         """Every recorded call left in a queue was never made."""
-        for (boundary, worker), queue in queues.items():
+        for (boundary, worker), queue in queues:
             while queue:
                 entry = queue.popleft()
                 self.collect(

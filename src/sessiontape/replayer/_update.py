@@ -442,12 +442,18 @@ class Updater:
         self._added: list[Added] = []
         self._lock = threading.Lock()
         self._provisional = itertools.count(-1, -1)
+        #: Where each live call started: after its worker's last call then (see ``add``).
+        self._anchors: dict[int, int | None] = {}
         outcome.answered = self.answered
 
     def provisional_seq(self) -> int:
-        """A seq for a call added now (negative: renumbered when the tape is written)."""
+        """A seq for a live call starting now (negative: renumbered when the tape is
+        written); the call goes after the calling worker's last call so far."""
+        anchor = self._outcome.position.get(worker_var.get())
         with self._lock:
-            return next(self._provisional)
+            seq = next(self._provisional)
+            self._anchors[seq] = anchor
+            return seq
 
     def answered(self, kind: MismatchKind, boundary: str) -> bool:
         """Whether the update (or the live re-record) answers a mismatch of ``kind`` on
@@ -467,14 +473,17 @@ class Updater:
         virtual clock drifts from the tape's while real calls run)."""
         worker = worker_var.get()
         anchor = position.get(worker)
+        with self._lock:  # a process's entry may be written later, by another thread
+            if entry.seq in self._anchors:
+                anchor = self._anchors.pop(entry.seq)
         before = self._recording.by_seq(anchor) if anchor is not None else None
         if before is None:
             before = self._recording.header
         fields: dict[str, Any] = {"ts_ns": before.ts_ns, "mono_ns": before.mono_ns}
         if entry.seq >= 0:
-            fields.update(
-                seq=self.provisional_seq(), worker=worker, thread=threading.current_thread().name
-            )
+            with self._lock:
+                seq = next(self._provisional)
+            fields.update(seq=seq, worker=worker, thread=threading.current_thread().name)
         entry = _REPLACE(entry, **fields)
         with self._lock:
             self._added.append(Added(anchor, entry))

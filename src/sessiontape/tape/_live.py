@@ -33,7 +33,7 @@ from ..recorder import Opened
 from ..replayer import ReplayEngine
 from ..scrub import Scrubber, Unencodable, scrub_entry, to_data
 
-__all__ = ["LiveRunner", "LiveSide", "live_methods"]
+__all__ = ["LiveRunner", "LiveSide", "live_methods", "process_picker"]
 
 
 class LiveSide:
@@ -123,23 +123,31 @@ def inside_live_call() -> bool:
     return parent is not None and parent < 0
 
 
+def process_picker(engine: ReplayEngine) -> Callable[[Sequence[str]], bool]:
+    """Whether a process call with this argv, made now by the calling worker, runs live:
+    the selectors pick it, or it is made inside a live call (a live agent's model process)."""
+    live = engine.live
+
+    def picks(argv: Sequence[str]) -> bool:
+        return inside_live_call() or (
+            live is not None and live.picks(BOUNDARY_PROCESS, worker_var.get(), argv)
+        )
+
+    return picks
+
+
 class LiveRunner:
     """A runner that runs the calls the selectors pick for real and replays the others."""
 
     def __init__(
         self, engine: ReplayEngine, replayed: ProcessRunner, recording: ProcessRunner
     ) -> None:
-        self._live = engine.live
+        self._picks = process_picker(engine)
         self._replayed = replayed
         self._recording = recording
 
     def _runner(self, argv: Sequence[str]) -> ProcessRunner:
-        live = self._live
-        if inside_live_call() or (
-            live is not None and live.picks(BOUNDARY_PROCESS, worker_var.get(), argv)
-        ):
-            return self._recording
-        return self._replayed
+        return self._recording if self._picks(argv) else self._replayed
 
     def run(
         self,

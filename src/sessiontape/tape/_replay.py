@@ -23,6 +23,7 @@ from ..boundaries import (
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
+    live_popen,
     recording_agent,
     replaying_agent,
     replaying_boundary,
@@ -37,7 +38,7 @@ from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
 from ._base import Mode, Tape
-from ._live import LiveRunner, LiveSide, live_methods
+from ._live import LiveRunner, LiveSide, live_methods, process_picker
 
 __all__ = ["ReplayTape"]
 
@@ -142,15 +143,18 @@ class ReplayTape(Tape):
         live = self._engine.live
         return live is not None and any(s.boundary in (None, boundary) for s in live.items)
 
-    def _not_live(self, boundary: str, wiring: str) -> None:
+    def _not_live(self, boundary: str, wiring: str, *, by_worker: bool = False) -> None:
         """Refuse a live re-record of a boundary wired in a way it cannot run live yet,
-        rather than replay calls the user asked to run for real."""
+        rather than replay calls the user asked to run for real (``by_worker``: a
+        worker's selector picks its calls too)."""
         live = self._engine.live
-        if live is not None and any(s.boundary == boundary for s in live.items):
+        picking = (boundary, None) if by_worker else (boundary,)
+        if live is not None and any(s.boundary in picking for s in live.items):
             raise UsageError(
                 f"a live re-record of {boundary!r} calls made through {wiring} is not "
-                "supported yet: wire the application through tape.process_runner(runner) "
-                "or tape.agent(adapter), or leave the boundary out of the selectors."
+                "supported yet: wire the application through tape.process_runner(runner), "
+                "tape.patch_subprocess() or tape.agent(adapter), or leave the boundary "
+                "out of the selectors."
             )
 
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
@@ -162,7 +166,8 @@ class ReplayTape(Tape):
         return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
-        self._not_live("process", "tape.async_process_runner()")
+        # by_worker: a live re-record takes a worker's recorded process calls off the tape.
+        self._not_live("process", "tape.async_process_runner()", by_worker=True)
         return AsyncReplayRunner(self._process_replay())
 
     def agent(
@@ -224,8 +229,10 @@ class ReplayTape(Tape):
         )
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        self._not_live("process", "tape.patch_subprocess()")
-        return replaying_popen(self._process_replay())
+        if self._live is None:
+            return replaying_popen(self._process_replay())
+        # Any live re-record: a live agent's model process is live too.
+        return live_popen(self._process_replay(), self._live, process_picker(self._engine))
 
     def patched(self, change_id: str) -> bool:
         """Whether the tape was recorded by code that knew ``change_id``."""
