@@ -182,20 +182,3 @@ def test_update_and_live_keep_sidecars_and_scrub_live_calls(tmp_path: Path) -> N
     with sessiontape.replay(cassette) as tape:
         assert big_program(tape.process_runner(SubprocessRunner()), "c") == recorded
         assert tape.finish().ok
-
-
-@pytest.mark.parametrize("selector", ["process", "process:echo", "worker-1"])
-def test_live_processes_through_the_async_runner_are_refused_not_replayed(
-    selector: str, tmp_path: Path
-) -> None:
-    # The async runner cannot run a call live yet: the replay says so rather than serve
-    # from the tape the calls the user asked to run for real (a worker's selector too).
-    cassette = tmp_path / "t.jsonl"
-    with sessiontape.record(cassette) as tape:
-        pool(tape.process_runner(SubprocessRunner()), "a")
-        tape.finish()
-    with sessiontape.replay(cassette, live=[selector]) as tape:
-        with pytest.raises(sessiontape.UsageError, match="async_process_runner"):
-            tape.async_process_runner()
-        assert not tape.finish().ok
-    assert not (tmp_path / "t.rerecorded.jsonl").exists()  # a replay that proved nothing

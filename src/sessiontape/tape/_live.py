@@ -12,6 +12,7 @@ live agent turn runs) is live too.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 from .._context import parent_var, worker_var
 from .._errors import RecordingWarning
 from .._time import REAL
-from ..boundaries import ProcessResult, ProcessRunner, ProcessStream
+from ..boundaries import AsyncProcessRunner, ProcessResult, ProcessRunner, ProcessStream
 from ..cassette import (
     BOUNDARY_PROCESS,
     DEFAULT_MAX_INLINE_BYTES,
@@ -33,7 +34,7 @@ from ..recorder import Opened
 from ..replayer import ReplayEngine
 from ..scrub import Scrubber, Unencodable, scrub_entry, to_data
 
-__all__ = ["LiveRunner", "LiveSide", "live_methods", "process_picker"]
+__all__ = ["AsyncLiveRunner", "LiveRunner", "LiveSide", "live_methods", "process_picker"]
 
 
 class LiveSide:
@@ -180,6 +181,32 @@ class LiveRunner:
         )
 
 
+class AsyncLiveRunner:
+    """The async runner of a live re-record: the calls the selectors pick are awaited for
+    real (and recorded), the others are answered from the tape."""
+
+    def __init__(
+        self, engine: ReplayEngine, replayed: AsyncProcessRunner, recording: AsyncProcessRunner
+    ) -> None:
+        self._picks = process_picker(engine)
+        self._replayed = replayed
+        self._recording = recording
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        text: bool = False,
+    ) -> ProcessResult:
+        """Await ``argv`` for real when it is live, else answer it from the tape."""
+        runner = self._recording if self._picks(argv) else self._replayed
+        return await runner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
+
+
 class _LiveMethods:
     """An object whose methods each run live or replayed, call by call."""
 
@@ -205,14 +232,22 @@ def live_methods(
     selectors pick, of ``replayed`` (the stand-in) for the others."""
     selectors = engine.live
 
+    def picked() -> bool:
+        return inside_live_call() or (
+            selectors is not None and selectors.picks(boundary, worker_var.get())
+        )
+
     def choose(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            picked = inside_live_call() or (
-                selectors is not None and selectors.picks(boundary, worker_var.get())
-            )
-            return getattr(live if picked else replayed, method)(*args, **kwargs)
+            return getattr(live if picked() else replayed, method)(*args, **kwargs)
 
-        call.__name__ = method
-        return call
+        # An async method stays a coroutine function (frameworks ask), decided when the
+        # coroutine runs: in the task's own context, where its worker is.
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            return await getattr(live if picked() else replayed, method)(*args, **kwargs)
+
+        chosen = acall if inspect.iscoroutinefunction(getattr(live, method, None)) else call
+        chosen.__name__ = method
+        return chosen
 
     return _LiveMethods({m: choose(m) for m in methods}, live)

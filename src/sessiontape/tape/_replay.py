@@ -18,13 +18,17 @@ from .._context import derived_workers
 from .._errors import UsageError
 from ..boundaries import (
     AsyncProcessRunner,
+    AsyncRecordingRunner,
     AsyncReplayRunner,
+    AsyncSubprocessRunner,
     ProcessReplay,
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
     live_popen,
+    method_names,
     recording_agent,
+    recording_boundary,
     replaying_agent,
     replaying_boundary,
     replaying_popen,
@@ -38,7 +42,7 @@ from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
 from ._base import Mode, Tape
-from ._live import LiveRunner, LiveSide, live_methods, process_picker
+from ._live import AsyncLiveRunner, LiveRunner, LiveSide, live_methods, process_picker
 
 __all__ = ["ReplayTape"]
 
@@ -143,20 +147,6 @@ class ReplayTape(Tape):
         live = self._engine.live
         return live is not None and any(s.boundary in (None, boundary) for s in live.items)
 
-    def _not_live(self, boundary: str, wiring: str, *, by_worker: bool = False) -> None:
-        """Refuse a live re-record of a boundary wired in a way it cannot run live yet,
-        rather than replay calls the user asked to run for real (``by_worker``: a
-        worker's selector picks its calls too)."""
-        live = self._engine.live
-        picking = (boundary, None) if by_worker else (boundary,)
-        if live is not None and any(s.boundary in picking for s in live.items):
-            raise UsageError(
-                f"a live re-record of {boundary!r} calls made through {wiring} is not "
-                "supported yet: wire the application through tape.process_runner(runner), "
-                "tape.patch_subprocess() or tape.agent(adapter), or leave the boundary "
-                "out of the selectors."
-            )
-
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         replayed = self._process_replay().runner()
         if self._live is None:
@@ -166,9 +156,13 @@ class ReplayTape(Tape):
         return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
-        # by_worker: a live re-record takes a worker's recorded process calls off the tape.
-        self._not_live("process", "tape.async_process_runner()", by_worker=True)
-        return AsyncReplayRunner(self._process_replay())
+        replayed = AsyncReplayRunner(self._process_replay())
+        if self._live is None:
+            return replayed
+        real = AsyncRecordingRunner(
+            self._live, inner if inner is not None else AsyncSubprocessRunner()
+        )
+        return AsyncLiveRunner(self._engine, replayed, real)
 
     def agent(
         self,
@@ -189,10 +183,10 @@ class ReplayTape(Tape):
         )
         if self._live is None or not self._picks(BOUNDARY_AGENT):
             return replayed
-        if adapter is None or asynchronous:
+        if adapter is None:
             raise UsageError(
-                "a live re-record of the agent needs the real adapter (synchronous): pass "
-                "it to tape.agent(adapter, ...) as when recording."
+                "a live re-record of the agent needs the real adapter: pass it to "
+                "tape.agent(adapter, ...) as when recording."
             )
         names = [method] if isinstance(method, str) else list(method)
         real = recording_agent(self._live, adapter, name=name, method=method)
@@ -218,15 +212,20 @@ class ReplayTape(Tape):
         kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
         result_type: Any = None,
     ) -> Any:
-        self._not_live(name, f"tape.boundary({name!r})")
-        return replaying_boundary(
-            self._engine,
-            name,
-            obj,
-            methods=methods,
-            kind=BoundaryKind(kind),
-            result_type=result_type,
+        kind = BoundaryKind(kind)
+        replayed = replaying_boundary(
+            self._engine, name, obj, methods=methods, kind=kind, result_type=result_type
         )
+        # A verify boundary runs for real anyway; a substitute one runs live when picked.
+        if self._live is None or kind is not BoundaryKind.SUBSTITUTE or not self._picks(name):
+            return replayed
+        if obj is None:
+            raise UsageError(
+                f"a live re-record of {name!r} needs the real object: pass it to "
+                f"tape.boundary({name!r}, obj, ...) as when recording."
+            )
+        real = recording_boundary(self._live, name, obj, methods=methods, kind=kind)
+        return live_methods(self._engine, name, method_names(methods), real, replayed)
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
         if self._live is None:
