@@ -190,3 +190,31 @@ def test_live_asyncio_subprocesses_under_patch_subprocess(tmp_path: Path, spawns
             assert asyncio.run(_async_program()) == recorded
         assert tape.finish().ok
     assert replayed.started == []
+
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def secret_program() -> str:
+    """A process given a secret in an argument, printing it back."""
+    return subprocess.check_output(
+        [PY, "-c", "import sys; print('token=' + sys.argv[1])", TOKEN], text=True
+    )
+
+
+def test_a_live_process_is_scrubbed_before_it_is_written(tmp_path: Path) -> None:
+    cassette = tmp_path / "t.jsonl"
+    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+        secret_program()
+        tape.finish()
+    with sessiontape.replay(cassette, live=["process"]) as tape, tape.patch_subprocess():
+        assert secret_program() == f"token={TOKEN}\n"  # the live call ran for real
+    report = tape.report
+    assert report is not None
+    assert report.ok, report.render()
+    new = tmp_path / "t.rerecorded.jsonl"
+    assert TOKEN not in new.read_text(encoding="utf-8")
+    [call] = sessiontape.load(new).calls
+    assert isinstance(call, ProcessCall)
+    assert "[REDACTED" in call.argv[-1]
+    assert "[REDACTED" in str(call.stdout)
