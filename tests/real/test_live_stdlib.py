@@ -5,6 +5,7 @@ and the new tape replays green with no process at all."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import subprocess
 import sys
 import threading
@@ -218,3 +219,55 @@ def test_a_live_process_is_scrubbed_before_it_is_written(tmp_path: Path) -> None
     assert isinstance(call, ProcessCall)
     assert "[REDACTED" in call.argv[-1]
     assert "[REDACTED" in str(call.stdout)
+
+
+#: A project whose application takes no runner: ``subprocess`` under ``patch_subprocess()``.
+_STDLIB_APP = """
+import os
+import subprocess
+import sys
+
+import sessiontape
+
+
+def main(tape):
+    out = []
+    with tape.patch_subprocess():
+        for name in ("w1", "w2"):
+            with sessiontape.worker(name):
+                word = os.environ.get("APP_WORD", "hello")
+                out.append(subprocess.check_output(["echo", word, name], text=True))
+                out.append(subprocess.check_output([sys.executable, "-c", "print(1)"], text=True))
+    return out
+
+
+def sessiontape_replay(tape, recording):
+    return main(tape)
+"""
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_live_over_pytest_for_a_patch_subprocess_program(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    pytester.makeconftest(_STDLIB_APP)
+    (pytester.path / "corpus").mkdir()
+    pytester.makepyfile(stdlib_app=_STDLIB_APP)
+    pytester.syspathinsert()
+    monkeypatch.delitem(sys.modules, "stdlib_app", raising=False)
+    app = importlib.import_module("stdlib_app")  # the application, recorded in this process
+    monkeypatch.delitem(sys.modules, "stdlib_app")
+    for name in ("a", "b"):
+        with sessiontape.record(pytester.path / "corpus" / f"{name}.jsonl") as tape:
+            tape.finish(app.main(tape))
+    monkeypatch.setenv("APP_WORD", "bonjour")  # today's code passes another word to echo
+    args = ("-p", "no:randomly", "--replay", "corpus", "--sessiontape-live=process:echo")
+    result = pytester.runpytest_subprocess(*args, *xdist)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["2 tape(s) rewritten, 0 not written; * change(s)"])
+    for name in ("a", "b"):
+        new = sessiontape.load(pytester.path / "corpus" / f"{name}.rerecorded.jsonl")
+        echoes = [c.argv for c in new.calls if c.argv[0] == "echo"]  # type: ignore[union-attr]
+        assert echoes == [["echo", "bonjour", "w1"], ["echo", "bonjour", "w2"]]
+    rerecorded = ("--replay", "corpus/a.rerecorded.jsonl", "--replay", "corpus/b.rerecorded.jsonl")
+    pytester.runpytest_subprocess("-p", "no:randomly", *rerecorded).assert_outcomes(passed=2)
