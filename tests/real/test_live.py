@@ -142,3 +142,27 @@ def test_a_live_agent_runs_the_real_adapter_and_its_model_process(
 def test_a_bad_selector_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(sessiontape.UsageError, match="process:git"):
         sessiontape.replay(CORPUS / "gardener-happy.jsonl", live=["agent:git"])
+
+
+def test_a_live_segment_missing_its_world_says_how_to_grow_it(tmp_path: Path) -> None:
+    # Live git in worker-2 alone: the repository it works in was made by main's calls,
+    # served from the tape, so it does not exist. The replay fails, writes nothing, and
+    # its next step says to re-record the boundary for every worker.
+    tape = tmp_path / "gardener-happy.jsonl"
+    shutil.copy(CORPUS / tape.name, tape)
+    work = tmp_path / "live"
+    with (
+        pytest.raises(Exception, match="not a git repository"),
+        sessiontape.replay(tape, roots={WORK_ROOT: str(work)}, live=["process@worker-2"]) as player,
+    ):
+        run_session(player, work)
+    report = player.report
+    assert report is not None
+    assert not report.ok
+    assert report.rewritten_to is None
+    assert not (tmp_path / "gardener-happy.rerecorded.jsonl").exists()
+    failures = [m for m in report.mismatches if m.kind.value == "error_mismatch"]
+    assert failures
+    for m in failures:
+        assert "live re-record of process@worker-2" in m.next_step
+        assert "(--sessiontape-live=process)" in m.next_step

@@ -405,6 +405,32 @@ _VERIFY_FIXABLE: Final = frozenset(
 )
 
 
+#: The failures a live call can cause by running in a world the replay only pretended.
+_LIVE_FAILURES: Final = frozenset({MismatchKind.ERROR_MISMATCH, MismatchKind.APPLICATION_ERROR})
+
+
+def _live_hint(m: Mismatch, live: Selectors) -> Mismatch:
+    """``m`` with a next step for a live re-record that failed: a live call runs in
+    today's world, where the calls served from the tape changed nothing (no repository
+    was made, no file written), so the segment may need to grow."""
+    if m.kind not in _LIVE_FAILURES:
+        return m
+    wider = sorted({s.boundary for s in live.items if s.boundary is not None})
+    grow = (
+        f"re-record the boundary for every worker (--sessiontape-live={','.join(wider)})"
+        if wider
+        else "re-record the boundaries it needs for every worker (--sessiontape-live=process)"
+    )
+    return _REPLACE(
+        m,
+        next_step=(
+            f"This was a live re-record of {', '.join(s.text for s in live.items)}: its calls "
+            "ran for real in a world that the calls served from the tape did not change; if "
+            f"this failure is one of them missing what those made, {grow}."
+        ),
+    )
+
+
 def _tag(entry: Entry) -> str:
     return str(type(entry).__struct_config__.tag)
 
@@ -522,7 +548,10 @@ class Updater:
         if plan.unfixable:
             # Nothing is invented: the mismatches the tape cannot answer fail the replay
             # and nothing is written (a partial rewrite would drop what they cut short).
-            return done.build_report(kept=plan.unfixable if not self.update else None)
+            if self.live is None:
+                return done.build_report(kept=plan.unfixable if not self.update else None)
+            kept = plan.unfixable if not self.update else mismatches
+            return done.build_report(kept=[_live_hint(m, self.live) for m in kept])
         header = self._header(*plan.counts)
         if header is not None:
             plan = UpdatePlan(
