@@ -48,6 +48,7 @@ TARGETS: Final[dict[str, Target]] = {
     "startup_entry_ms": Target("<=", 5.0, "≤ 5 ms"),
     "startup_run_ratio": Target("<=", 1.05, "≤ 1.05× -p no:sessiontape"),
     "startup_record_none_ms": Target("<=", 10.0, "≤ 10 ms"),
+    "update_ratio": Target("<=", 3.0, "≤ 3× plain replay"),
 }
 
 #: The fixed-cost target holds in a process with at least this many modules loaded.
@@ -471,6 +472,22 @@ def _startup_rows(st: Results, results: Results) -> Iterable[Row]:
     )
 
 
+def _update_rows(up: Results, results: Results) -> Iterable[Row]:
+    entries = results["tapes"]["medium"]["entries"]
+    yield _row(
+        "update_ratio",
+        f"update of a {entries:,}-entry tape / its plain replay",
+        up["ratio"],
+        "×",
+        "plain replay (s)",
+        up["plain_ns"] / 1e9,
+        up["ratio"],
+        f"{up['rewrites']} calls rewritten; update {up['update_ns'] / 1e9:.2f} s; with "
+        f"nothing to change {up['unchanged_ratio']:.2f}× and "
+        f"{'a write' if up['unchanged_written'] else 'no write'}",
+    )
+
+
 #: The summary's rows in table order: each case's rows, built from its results.
 _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]] = (
     ("replay_call", _process_rows),
@@ -478,6 +495,7 @@ _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]
     ("replay_call", _comparison_rows),
     ("corpus", _corpus_rows),
     ("end_to_end", _e2e_rows),
+    ("update", _update_rows),
     ("memory", _memory_rows),
     ("load", _load_rows),
     ("record", _record_rows),

@@ -59,6 +59,7 @@ from cases import (  # noqa: E402
     report,
     shrink,
     startup,
+    update,
 )
 from figures import TARGETS, attach_previous, figures  # noqa: E402
 from render import render_markdown  # noqa: E402
@@ -178,6 +179,7 @@ ALL_CASES: Final = (
     "report",
     "startup",
     "shrink",
+    "update",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -185,6 +187,7 @@ _TAPES: Final = {
     "memory": ("huge",),
     "load": ("small", "medium", "long"),
     "report": ("report",),
+    "update": ("medium",),
 }
 
 
@@ -255,6 +258,12 @@ def _cases(
             "load throughput and peak memory",
             lambda: load.run(
                 tapes={name: tapes[name] for name in _TAPES["load"]}, repeat=prof["load_repeat"]
+            ),
+        ),
+        "update": (
+            "update of the medium tape against its plain replay",
+            lambda: update.run(
+                path=tapes["medium"]["path"], workdir=workdir, repeat=prof["load_repeat"]
             ),
         ),
         "report": (

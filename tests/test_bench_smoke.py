@@ -158,6 +158,14 @@ def _check_startup(res: dict[str, Any]) -> None:
     assert _positive(off["importtime_ms"])
 
 
+def _check_update(res: dict[str, Any]) -> None:
+    up = res["update"]
+    assert up["rewrites"] == up["edited"]  # every edited call rewritten, nothing else
+    assert up["unchanged_written"] is False  # no change, no write
+    for key in ("update_ns", "plain_ns", "unchanged_ns", "ratio", "unchanged_ratio"):
+        assert _positive(up[key]), key
+
+
 #: Each group of cases, how its results are checked, and the targets its rows carry.
 def _check_shrink(res: dict[str, Any]) -> None:
     shrink = res["shrink"]
@@ -208,6 +216,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
         {"startup_entry_ms", "startup_run_ratio", "startup_record_none_ms"},
     ),
     "shrink": (("shrink",), _check_shrink, set()),
+    "update": (("update",), _check_update, {"update_ratio"}),
 }
 
 

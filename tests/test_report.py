@@ -245,18 +245,18 @@ def test_nearest_candidate_scans_at_most_the_limit() -> None:
 def test_suggest_next_step_argument_mismatch() -> None:
     one = [FieldDiff("argv[3]", "main", "master")]
     assert suggest_next_step(MismatchKind.ARGUMENT_MISMATCH, "process", "worker-2", one) == (
-        "If argv[3] is noise, add the mask 'process.argv[3]'; otherwise re-record worker "
-        "'worker-2'."
+        "If argv[3] is noise, add the mask 'process.argv[3]'; otherwise accept today's "
+        "request with --sessiontape-update."
     )
     two = [FieldDiff("kwargs.prompt", "a", "b"), FieldDiff("kwargs.seed", 1, 2)]
     assert suggest_next_step(MismatchKind.ARGUMENT_MISMATCH, "agent", "w", two) == (
         "If kwargs.prompt and kwargs.seed are noise, add the masks 'agent.kwargs.prompt' and "
-        "'agent.kwargs.seed'; otherwise re-record worker 'w'."
+        "'agent.kwargs.seed'; otherwise accept today's request with --sessiontape-update."
     )
     many = [FieldDiff(f"argv[{i}]", "a", "b") for i in range(5)]
     assert suggest_next_step(MismatchKind.ARGUMENT_MISMATCH, "process", "w", many) == (
         "If these 5 fields are noise, add masks such as 'process.argv[0]', 'process.argv[1]' "
-        "and 'process.argv[2]'; otherwise re-record worker 'w'."
+        "and 'process.argv[2]'; otherwise accept today's request with --sessiontape-update."
     )
 
 
@@ -276,6 +276,23 @@ def test_suggest_next_step_other_kinds(kind: MismatchKind, needle: str) -> None:
     step = suggest_next_step(kind, "process", "w", [])
     assert needle in step
     assert "\n" not in step
+
+
+@pytest.mark.parametrize(
+    ("kind", "boundary", "command"),
+    [
+        (MismatchKind.UNEXPECTED_CALL, "process", "--sessiontape-live=process@w "),
+        (MismatchKind.EXHAUSTED, "agent", "--sessiontape-live=agent@w "),
+        (MismatchKind.UNEXPECTED_CALL, "store", "--sessiontape-update"),
+        (MismatchKind.UNCONSUMED, "process", "--sessiontape-update"),
+        (MismatchKind.STORE_MISMATCH, "store", "--sessiontape-update"),
+        (MismatchKind.OUTCOME_MISMATCH, "session", "--sessiontape-update"),
+    ],
+)
+def test_next_steps_name_the_command_that_fixes_the_mismatch(
+    kind: MismatchKind, boundary: str, command: str
+) -> None:
+    assert command in suggest_next_step(kind, boundary, "w", [])
 
 
 # -- ok, first, JSON -----------------------------------------------------------------------
@@ -371,15 +388,16 @@ def test_render_full_block() -> None:
             "  The git call's argv differs from the recorded one.",
             "  argv[3]: expected 'main' got 'master'",
             "  nearest recorded call: seq 57 (worker-1), same request: git checkout -b master",
-            "  next: If argv[3] is noise, add the mask 'process.argv[3]'; otherwise re-record "
-            "worker 'worker-2'.",
+            "  next: If argv[3] is noise, add the mask 'process.argv[3]'; otherwise accept "
+            "today's request with --sessiontape-update.",
             "",
             "mismatch 2 of 2: exhausted at an unrecorded call (worker-1, agent)",
             "  The agent was called more often than recorded.",
             "  actual:   {'prompt': 'hi'}",
             "  next: The code makes more 'agent' calls in worker 'worker-1' than were recorded; "
-            "check for a loop that runs longer than before, or re-record worker 'worker-1' if "
-            "that is intended.",
+            "check for a loop that runs longer than before, or re-record it with "
+            "--sessiontape-live=agent@worker-1 (add --sessiontape-update to replace the tape) "
+            "if that is intended.",
         ]
     )
 

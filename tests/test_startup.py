@@ -98,6 +98,17 @@ def test_record_none_imports_nothing_heavy() -> None:
     assert loaded == []
 
 
+def test_a_change_marker_outside_a_tape_imports_nothing_heavy() -> None:
+    # sessiontape.patched() guards production code paths, where recording is mostly off.
+    loaded = _loaded_by(
+        "",
+        "import sessiontape; tape = sessiontape.record(None); "
+        "assert sessiontape.patched('fetch-before-merge') is True; "
+        "assert tape.patched('fetch-before-merge') is True; tape.finish()",
+    )
+    assert loaded == []
+
+
 def test_the_guard_sees_a_heavy_import() -> None:
     # The check above can fail: reading a name that lives in the engines loads them.
     assert "sessiontape.replayer" in _loaded_by("import sessiontape", "sessiontape.FakeClock")

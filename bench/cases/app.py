@@ -177,6 +177,8 @@ def replay_session(
     patch_time: bool = True,
     phases: dict[str, int] | None = None,
     kinds_ns: dict[str, int] | None = None,
+    update: bool = False,
+    today: sessiontape.Recording | None = None,
 ) -> tuple[sessiontape.ReplayReport, dict[str, int]]:
     """Replay a generated tape through the boundaries, as the application would.
 
@@ -190,6 +192,8 @@ def replay_session(
     and not made. Returns the report and how many calls of each kind were made; fills
     ``phases`` with the nanoseconds spent loading, indexing, serving and finishing, and
     ``kinds_ns`` (which times every call, so costs a little) with serving time per kind.
+    ``today`` is the tape whose calls today's code makes (default: the one replayed), for
+    a replay whose tape departs from today's code (update mode).
     """
     made = {"process": 0, "agent": 0, "store": 0, "truncated": 0}
     started = now_ns()
@@ -197,7 +201,7 @@ def replay_session(
         # What sessiontape.replay(path) does, called apart to time the load alone.
         source = load_for_replay(source)
     loaded = now_ns()
-    with sessiontape.replay(source, roots=roots, patch_time=patch_time) as tape:
+    with sessiontape.replay(source, roots=roots, patch_time=patch_time, update=update) as tape:
         indexed = now_ns()
         recording = tape.recording
         runner = tape.process_runner()
@@ -211,7 +215,7 @@ def replay_session(
         contexts: dict[str, contextvars.Context] = {}
         scopes: list[tuple[contextvars.Context, Any]] = []
         try:
-            for entry in recording.calls:
+            for entry in (today if today is not None else recording).calls:
                 if entry.parent is not None:
                     continue
                 context = contexts.get(entry.worker)

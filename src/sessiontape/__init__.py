@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         Error,
         ErrorInfo,
         Level,
+        Patched,
         ProcessCall,
         Recording,
         SessionEnd,
@@ -80,11 +81,13 @@ if TYPE_CHECKING:
         unregister_type,
     )
     from .report import (
+        Change,
         FieldDiff,
         Mismatch,
         MismatchKind,
         ReplayMismatch,
         ReplayReport,
+        Rewrite,
     )
     from .scrub import (
         PathRoots,
@@ -94,6 +97,7 @@ if TYPE_CHECKING:
         Mode,
         ReplayTape,
         Tape,
+        patched,
     )
 
 #: Each public name and the module that defines it, imported on first access. One line
@@ -108,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "BoundaryKind": ".cassette",
     "Call": ".cassette",
     "CassetteError": "._errors",
+    "Change": ".report",
     "Chunk": ".cassette",
     "Clock": "._clock",
     "Entry": ".cassette",
@@ -120,6 +125,7 @@ _EXPORTS: dict[str, str] = {
     "MismatchKind": ".report",
     "Mode": ".tape",
     "Noise": ".replayer",
+    "Patched": ".cassette",
     "PathRoots": ".scrub",
     "ProcessCall": ".cassette",
     "ProcessResult": ".boundaries",
@@ -132,6 +138,7 @@ _EXPORTS: dict[str, str] = {
     "ReplayReport": ".report",
     "ReplayTape": ".tape",
     "ReplayedError": "._errors",
+    "Rewrite": ".report",
     "Scrubber": ".scrub",
     "SessionEnd": ".cassette",
     "SessionStart": ".cassette",
@@ -152,6 +159,7 @@ _EXPORTS: dict[str, str] = {
     "is_cassette": ".cassette",
     "load": ".cassette",
     "loads": ".cassette",
+    "patched": ".tape",
     "record": "._api",
     "record_path": "._api",
     "register_type": ".replayer",
@@ -170,6 +178,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CassetteError",
+    "Change",
     "Chunk",
     "Clock",
     "Entry",
@@ -182,6 +191,7 @@ __all__ = [
     "MismatchKind",
     "Mode",
     "Noise",
+    "Patched",
     "PathRoots",
     "ProcessCall",
     "ProcessResult",
@@ -194,6 +204,7 @@ __all__ = [
     "ReplayReport",
     "ReplayTape",
     "ReplayedError",
+    "Rewrite",
     "Scrubber",
     "SessionEnd",
     "SessionStart",
@@ -214,6 +225,7 @@ __all__ = [
     "is_cassette",
     "load",
     "loads",
+    "patched",
     "record",
     "record_path",
     "register_type",

@@ -90,6 +90,9 @@ def replay(
     patch_time: bool = True,
     lookahead: int | None = None,
     order_timeout: float | None = None,
+    update: bool = False,
+    live: Sequence[str] = (),
+    app_version: str | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -102,6 +105,19 @@ def replay(
     makes ``time.sleep`` instant and wall-clock reads virtual. ``lookahead`` is how many
     entries past a queue's head a request may match (default 8), ``order_timeout`` how
     many real seconds a verify-boundary call waits for its recorded turn (default 2.0).
+
+    With ``update=True`` the tape is rewritten to match today's code wherever it can
+    still answer (today's requests, today's store results, calls no longer made dropped);
+    the report lists each change (``report.rewrites``). A call the tape cannot answer
+    fails the replay and nothing is written. The cassette must be a file sessiontape may
+    replace (not a symlink, in a writable directory).
+
+    ``live`` re-records a segment: the calls its selectors pick (``"process"``,
+    ``"agent"``, ``"worker-2"``, ``"process@worker-2"``, ``"process:git"``) run for real
+    through the runner or adapter the application wired, and are recorded (scrubbed as
+    when recording); the others are served from the tape. The new tape is written beside
+    the old one (``x.rerecorded.jsonl``), or over it with ``update=True``; its header
+    notes the segments, the time and ``app_version`` (default: the tape's).
     """
     from . import _hooks
     from .cassette import Recording, load_for_replay
@@ -122,6 +138,9 @@ def replay(
         scrubbers=_hooks.scrub_functions(),
         lookahead=lookahead,
         order_timeout=order_timeout,
+        update=update,
+        live=[live] if isinstance(live, str) else live,
+        app_version=app_version,
     )
     return ReplayTape(engine, patch_time=patch_time)
 

@@ -59,6 +59,7 @@ def test_json_is_a_list_of_objects(cli: Cli, folder: Path) -> None:
         "crashed": False,
         "outcome": {"done": 2},
         "error": None,
+        "patches": [],
     }
     assert [(r["name"], r["crashed"], r["error"], r["outcome"]) for r in rows[1:]] == [
         (
@@ -119,3 +120,38 @@ def test_progress_over_many_cassettes_on_a_terminal(
     monkeypatch.setattr("sys.stderr", terminal)
     assert cli("list", folder).code == 0
     assert terminal.getvalue() == "\rlist: 0/2 cassettes (0%)\rlist: 1/2 cassettes (50%)\r\x1b[K"
+
+
+def _record_patched(path: Path, ids: list[str]) -> None:
+    with sessiontape.record(path, entrypoint="app run") as tape:
+        for change in ids:
+            assert sessiontape.patched(change) is True
+        tape.finish(outcome="done")
+
+
+def test_json_shows_each_tapes_change_markers(cli: Cli, tmp_path: Path) -> None:
+    _record_patched(tmp_path / "new.jsonl", ["fetch-before-merge", "reworded-prompt"])
+    _record_patched(tmp_path / "old.jsonl", [])
+    rows = json.loads(cli("list", tmp_path, "--json").out)
+    assert [(r["name"], r["patches"]) for r in rows] == [
+        ("new.jsonl", ["fetch-before-merge", "reworded-prompt"]),
+        ("old.jsonl", []),
+    ]
+
+
+def test_missing_patch_lists_the_tapes_that_still_need_the_old_path(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _record_patched(tmp_path / "a-new.jsonl", ["fetch-before-merge"])
+    _record_patched(tmp_path / "b-old.jsonl", [])
+    _record_patched(tmp_path / "c-other.jsonl", ["reworded-prompt"])
+    result = cli("list", "--missing-patch", "fetch-before-merge", tmp_path, "--json")
+    assert result.code == 0
+    assert [r["name"] for r in json.loads(result.out)] == ["b-old.jsonl", "c-other.jsonl"]
+    table = cli("list", "--missing-patch", "fetch-before-merge", tmp_path)
+    assert [line.split()[0] for line in table.lines] == ["NAME", "b-old.jsonl", "c-other.jsonl"]
+    done = cli("list", "--missing-patch", "reworded-prompt", tmp_path / "c-other.jsonl")
+    assert (done.code, done.out) == (
+        0,
+        "every cassette was recorded by code that knew 'reworded-prompt'.\n",
+    )

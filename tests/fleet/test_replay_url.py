@@ -170,3 +170,23 @@ def test_merge_refuses_to_write_over_an_input(
     assert cli("receipts", "merge", str(receipt), "-o", str(receipt)) == 2
     assert "is one of the receipts being merged" in capsys.readouterr().err
     assert receipt.read_text() == "[]"
+
+
+@pytest.mark.parametrize("flag", ["--sessiontape-update", "--sessiontape-live=process"])
+def test_update_and_live_refuse_a_store_url(
+    project: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    # A store's tapes are read through the cache: rewriting the cached copy would change
+    # no tape anyone keeps. The run stops before anything is downloaded or written.
+    url = pushed(tmp_path, capsys)
+    store = Path(url.removeprefix("file://"))
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    cache = tmp_path / "cache"
+    result = project.runpytest("--replay", url, "--sessiontape-cache", str(cache), flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    name = flag.split("=")[0]
+    result.stderr.fnmatch_lines(
+        [f"*{name} rewrites tapes in place, and {url} is a store*sessiontape pull {url} tapes/*"]
+    )
+    assert not cache.exists()
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before

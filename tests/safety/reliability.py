@@ -161,6 +161,14 @@ def kills(pool: Any, trials: int) -> dict[str, Any]:
     }
 
 
+def update_kills(points: int) -> dict[str, Any]:
+    warnings.simplefilter("ignore")
+    from safety import _update_kills
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return _update_kills.kill_trials(Path(tmp), points)
+
+
 def faults(write_moments: range, fs_moments: range) -> dict[str, Any]:
     from safety import _faults
 
@@ -309,6 +317,7 @@ def render(figures: dict[str, Any]) -> str:
         f"| a killed recorder leaves a tape that loads, marked crashed, every whole line "
         f"intact, resumable | {k['trials']} kill -9 trials ({k['torn']} left a torn last "
         f"line; {k['lines_min']}-{k['lines_max']} lines) | {len(k['failures'])} |",
+        *_update_row(f),
         f"| a recording fault is one warning and a kept prefix, the application unharmed "
         f"| {fa['cases']} fault × moment cases | {len(fa['failures'])} |",
         f"| {st['threads']} threads write whole lines, gapless seqs, each thread in order "
@@ -380,6 +389,17 @@ def _second_line(f: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _update_row(f: dict[str, Any]) -> list[str]:
+    u = f.get("update_kills")
+    if u is None:  # figures of a run from before update mode
+        return []
+    return [
+        f"| a killed update leaves the old tape or the new one, whole, never a mix | "
+        f"{u['points']} kill -9 points over an update's finish of {u['finish_ms']:.0f} ms "
+        f"({u['old']} left the old tape, {u['new']} the new one) | {len(u['failures'])} |"
+    ]
+
+
 def write_into(doc: Path, block: str) -> None:
     text = doc.read_text(encoding="utf-8")
     start, end = text.index(BEGIN), text.index(END) + len(END)
@@ -389,8 +409,8 @@ def write_into(doc: Path, block: str) -> None:
 def failures_of(figures: dict[str, Any]) -> list[str]:
     fz = figures["fuzz"]
     found = [*fz["mutation_failures"], *fz["hypothesis_failures"]]
-    for part in ("kills", "faults", "stress"):
-        found += figures[part]["failures"]
+    for part in ("kills", "update_kills", "faults", "stress"):
+        found += figures.get(part, {"failures": []})["failures"]
     if figures["secrets"]["leaks"]:
         found.append(f"{figures['secrets']['leaks']} secrets leaked")
     if figures.get("unlisted", {}).get("leaks"):
@@ -416,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = [
             ("fuzz", lambda: fuzz(pool, 8_000 if quick else 104_000, 300 if quick else 4_000)),
             ("kills", lambda: kills(pool, 20 if quick else 200)),
+            ("update_kills", lambda: update_kills(10 if quick else 60)),
             ("faults", lambda: faults(range(14), range(6))),
             ("stress", lambda: stress(1 if quick else 5, 16, 200 if quick else 1_000)),
             ("secrets", lambda: secrets(pool, 1 if quick else 3)),

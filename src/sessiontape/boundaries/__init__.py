@@ -19,7 +19,7 @@ from ._async_runner import (
 )
 from ._errors_hook import application_frame, reporting_thread_errors
 from ._methods import method_names
-from ._popen import TAPE_PID_BASE, recording_popen, replaying_popen
+from ._popen import TAPE_PID_BASE, live_popen, recording_popen, replaying_popen
 from ._process import (
     IN_PROCESS_CALL,
     ProcessReplay,
@@ -51,6 +51,7 @@ __all__ = [
     "application_frame",
     "env_delta",
     "extract_usage",
+    "live_popen",
     "method_names",
     "record_process",
     "recording_agent",

@@ -18,7 +18,15 @@ import msgspec
 
 from .._context import parent_var
 from .._errors import UsageError
-from ..cassette import AgentTurn, Call, CallEntry, StoreMutation, stored_result
+from ..cassette import (
+    BOUNDARY_STORE,
+    AgentTurn,
+    Call,
+    CallEntry,
+    ErrorInfo,
+    StoreMutation,
+    stored_result,
+)
 from ..recorder import Opened
 from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
@@ -347,6 +355,7 @@ def verify_proxy(
 ) -> Any:
     """``target`` with each of ``methods`` run for real, in recorded order, and compared."""
     normalize = _normalizer(engine)
+    engine.verifies(boundary)
 
     def verified(method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -356,6 +365,8 @@ def verify_proxy(
                 engine.wait_turn(name, boundary, head.seq)
             entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
             if entry is None:
+                if engine.updating:
+                    return _run_added(engine, boundary, name, method, bound, args, kwargs)
                 return bound(*args, **kwargs)
             engine.clock_at(entry)  # our code runs now: it reads the call's start time
             try:
@@ -378,6 +389,43 @@ def verify_proxy(
         for method, bound in _bound_methods(target, methods, "verify").items()
     }
     return _Proxy(target, wrapped)
+
+
+def _run_added(
+    engine: ReplaySide,
+    boundary: str,
+    name: str,
+    method: str,
+    bound: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Update mode: run a verify call the tape does not have for real, and add it to the
+    tape with today's arguments and result (scrubbed as at record time)."""
+    result: Any = None
+    err: ErrorInfo | None = None
+    try:
+        result = bound(*args, **kwargs)
+        return result
+    except Exception as exc:
+        err = ErrorInfo(type=qualname(type(exc)), message=engine.scrubber.secrets(str(exc)))
+        raise
+    finally:
+        fields: dict[str, Any] = {
+            "seq": 0,
+            "ts_ns": 0,
+            "mono_ns": 0,
+            "args": engine.data(list(args)),
+            "kwargs": engine.data(kwargs),
+            "result": engine.data(result) if err is None else None,
+            "error": err,
+        }
+        entry: CallEntry = (
+            StoreMutation(store=name, operation=method, **fields)
+            if boundary == BOUNDARY_STORE
+            else Call(boundary=boundary, method=method, mode="verify", **fields)
+        )
+        engine.add_call(entry)
 
 
 def _check_result(

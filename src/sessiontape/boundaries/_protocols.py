@@ -27,11 +27,18 @@ __all__ = ["RecordSide", "ReplaySide"]
 
 
 class RecordSide(Protocol):
-    """The recording engine as a boundary's record side sees it."""
+    """The recording engine as a boundary's record side sees it (the recorder, or a
+    live re-record's side, whose scrubber follows the replay's roots)."""
 
     level: Level
-    scrubber: Scrubber
-    codec: PayloadCodec
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """What every recorded value goes through."""
+
+    @property
+    def codec(self) -> PayloadCodec:
+        """How payloads are stored."""
 
     @property
     def active(self) -> bool:
@@ -65,6 +72,8 @@ class ReplaySide(Protocol):
     roots: PathRoots
     scrubber: Scrubber
     codec: PayloadCodec
+    #: Whether the replay rewrites its tape to match today's code (update mode).
+    updating: bool
 
     def head(self, boundary: str) -> CallEntry | None:
         """The next recorded call of ``boundary`` for the calling worker, if any."""
@@ -114,6 +123,15 @@ class ReplaySide(Protocol):
 
     def raw(self, value: Any) -> Any:
         """``value`` as JSON data, not scrubbed."""
+
+    def data(self, value: Any) -> Any:
+        """``value`` as JSON data scrubbed as at record time."""
+
+    def verifies(self, boundary: str) -> None:
+        """Note that ``boundary`` runs for real (a verify boundary)."""
+
+    def add_call(self, entry: CallEntry) -> None:
+        """Update mode: add a verify call the tape did not have, made for real just now."""
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread or task."""

@@ -26,8 +26,10 @@ from ._entries import (
     Error,
     ErrorInfo,
     ExactBytes,
+    Patched,
     Payload,
     ProcessCall,
+    Rerecorded,
     SessionEnd,
     SessionResume,
     SessionStart,
@@ -79,6 +81,7 @@ from ._payload import (
     exact_form,
 )
 from ._recording import Recording, SeqGaps
+from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
 from ._writer import (
     CassetteWriter,
@@ -121,10 +124,12 @@ __all__ = [
     "LazyStoreMutation",
     "Level",
     "MappedFile",
+    "Patched",
     "Payload",
     "PayloadCodec",
     "ProcessCall",
     "Recording",
+    "Rerecorded",
     "SeqGaps",
     "SessionEnd",
     "SessionResume",
@@ -142,6 +147,7 @@ __all__ = [
     "argv_form",
     "beside",
     "boundary_of",
+    "check_rewritable",
     "damaged_line",
     "digest",
     "eager",
@@ -158,11 +164,13 @@ __all__ = [
     "loads",
     "open_private",
     "process_payloads",
+    "replace_cassette",
     "request_of",
     "result_json",
     "set_aside_tail",
     "sidecar_dir",
     "stored",
     "stored_result",
+    "write_new_cassette",
     "write_private_file",
 ]

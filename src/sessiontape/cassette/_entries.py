@@ -36,8 +36,10 @@ __all__ = [
     "Error",
     "ErrorInfo",
     "ExactBytes",
+    "Patched",
     "Payload",
     "ProcessCall",
+    "Rerecorded",
     "SessionEnd",
     "SessionResume",
     "SessionStart",
@@ -175,6 +177,19 @@ class ShrunkFrom(msgspec.Struct, frozen=True, omit_defaults=True):
     how: list[str] = msgspec.field(default_factory=list)
 
 
+class Rerecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """One live re-record of a segment of the tape (``--sessiontape-live``): which calls
+    were run for real again (``segments``, the selectors), when, by which app version,
+    and how many calls it added and dropped."""
+
+    segments: list[str]
+    at: str
+    app_version: str | None = None
+    sessiontape_version: str = ""
+    added: int = 0
+    dropped: int = 0
+
+
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     """The first line of every cassette: who recorded what, where, and with which settings.
 
@@ -195,6 +210,8 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     python: str = ""
     roots: dict[str, str] = msgspec.field(default_factory=dict)
     shrunk_from: ShrunkFrom | None = None
+    #: The live re-records of segments of this tape, oldest first (``None``: none).
+    rerecorded: list[Rerecorded] | None = None
 
 
 class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):
@@ -335,6 +352,17 @@ class SessionResume(_Entry, frozen=True, kw_only=True, tag="session_resume"):
     host: str = ""
 
 
+class Patched(_Entry, frozen=True, kw_only=True, tag="patched"):
+    """A change marker the recorded code knew: ``sessiontape.patched(id)`` was asked.
+
+    Written once per id, the first time the recording code asks for it, wherever that
+    happens in the session. On replay ``patched(id)`` is true only when the tape holds a
+    ``patched`` entry with that id, so an old tape keeps taking the old path.
+    """
+
+    id: str
+
+
 class SessionEnd(_Entry, frozen=True, kw_only=True, tag="session_end"):
     """The last line of a session that finished: its outcome, entry counts and duration."""
 
@@ -353,6 +381,7 @@ Entry = (
     | StoreMutation
     | Call
     | Error
+    | Patched
     | SessionEnd
 )
 

@@ -24,6 +24,7 @@ from ._entries import (
     AgentTurn,
     Call,
     Error,
+    Patched,
     Payload,
     ProcessCall,
     SessionEnd,
@@ -100,6 +101,7 @@ LazyEntry = (
     | LazyStoreMutation
     | LazyCall
     | Error
+    | Patched
     | SessionEnd
 )
 
@@ -161,6 +163,7 @@ ViewEntry = (
     | ViewStoreMutation
     | ViewCall
     | Error
+    | Patched
     | SessionEnd
 )
 

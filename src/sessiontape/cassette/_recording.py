@@ -16,6 +16,7 @@ from ._entries import (
     CallEntry,
     Entry,
     Error,
+    Patched,
     ProcessCall,
     SessionEnd,
     SessionResume,
@@ -144,6 +145,7 @@ class Recording:
         "header",
         "mapped",
         "missing_seqs",
+        "patches",
         "path",
         "resumes",
         "snapshots",
@@ -191,6 +193,8 @@ class Recording:
         self.error: Error | None = None
         self.resumes: list[SessionResume] = []
         self.snapshots: dict[str, StoreSnapshot] = {}
+        #: The change markers (``sessiontape.patched``) the recorded code knew, in order.
+        self.patches: dict[str, Patched] = {}
         calls: list[CallEntry] = []
         append = calls.append
         # Noted while each entry is at hand: touching every entry again later costs a
@@ -212,6 +216,8 @@ class Recording:
                 self.error = entry
             elif isinstance(entry, StoreSnapshot):
                 self.snapshots.setdefault(entry.store, entry)
+            elif isinstance(entry, Patched):
+                self.patches.setdefault(entry.id, entry)
             elif isinstance(entry, SessionResume):
                 # A later run continued the tape: its session is the one that counts.
                 self.resumes.append(entry)

@@ -7,7 +7,12 @@ for .jsonl files; files that are not cassettes are skipped. A cassette that cann
 is named on stderr, the others are still listed, and the exit code is 2.
 
 --json prints a list of objects, one per cassette, with the same fields and more (run id,
-recording time, entrypoint, level, size, the outcome as recorded).
+recording time, entrypoint, level, size, the outcome as recorded, the change markers the
+recorded code knew: ``patches``).
+
+--missing-patch ID lists only the cassettes recorded by code that did not know the change
+marker ID (``sessiontape.patched(ID)``): the tapes that still take the old path. When it
+lists none, the old branch of the code can be deleted.
 """
 
 from __future__ import annotations
@@ -43,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(s3://bucket/tapes, file:///x: read through the local cache)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of objects")
+    parser.add_argument(
+        "--missing-patch",
+        metavar="ID",
+        default=None,
+        help="list only the cassettes recorded by code that did not know the change marker "
+        "ID (sessiontape.patched(ID)): the tapes that still need the old path",
+    )
 
 
 def cassettes_in(path: str) -> list[tuple[str, Path]]:
@@ -91,6 +103,7 @@ def row(name: str, recording: Recording, *, size: int | None = None) -> dict[str
         "crashed": recording.crashed,
         "outcome": end.outcome if end is not None else None,
         "error": None if error is None else {"type": error.type, "message": error.message},
+        "patches": list(recording.patches),
     }
 
 
@@ -140,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     for name, file in progress.iter(found):
         try:
             recording = read_recording(str(file))
+            if args.missing_patch is not None and args.missing_patch in recording.patches:
+                continue
             rows.append(row(name, recording, size=file.stat().st_size))
         except SessiontapeError as exc:  # one bad cassette does not hide the others
             print(f"sessiontape: error: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -150,4 +165,6 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(_table(rows)))
     elif not found:
         print(f"no cassettes in {', '.join(args.paths)}.", file=sys.stderr)
+    elif args.missing_patch is not None and status == 0:
+        print(f"every cassette was recorded by code that knew {args.missing_patch!r}.")
     return status

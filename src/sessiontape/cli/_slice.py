@@ -34,6 +34,7 @@ from ..cassette import (
     Blob,
     CallEntry,
     Entry,
+    Patched,
     ProcessCall,
     Recording,
     SessionEnd,
@@ -236,7 +237,9 @@ def run(args: argparse.Namespace) -> int:
     kept: list[Entry] = []
     for entry in recording.entries:
         if (
-            isinstance(entry, (SessionStart, StoreSnapshot))
+            # A change marker is about the code that recorded, not one call: every
+            # slice keeps them, so it takes the same path as the whole tape.
+            isinstance(entry, (SessionStart, StoreSnapshot, Patched))
             or entry.seq in keep
             or (isinstance(entry, SessionEnd) and not partial)
         ):

@@ -292,7 +292,12 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
 
     try:
         player = replay(
-            path, strict=strict, noise=Noise(settings.noise) | options.noise, roots=options.roots
+            path,
+            strict=strict,
+            noise=Noise(settings.noise) | options.noise,
+            roots=options.roots,
+            update=settings.update,
+            live=settings.live,
         )
     except CassetteError as exc:
         unreadable: str | None = f"{exc} Record it again: {_record_command(item)}"

@@ -142,7 +142,13 @@ class CassetteItem(pytest.Item):
                     f"fixture of {recorded_by}; that test replays it: "
                     f"pytest {shlex.quote(recorded_by)}"
                 )
-            player = replay(recording, strict=settings.strict, noise=settings.noise)
+            player = replay(
+                recording,
+                strict=settings.strict,
+                noise=settings.noise,
+                update=settings.update,
+                live=settings.live,
+            )
             with player:
                 hook = _hooks.get_plugin_manager().hook
                 try:

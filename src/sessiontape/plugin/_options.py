@@ -28,6 +28,7 @@ __all__ = [
     "MARKER",
     "MARKER_KWARGS",
     "REPORT_PROPERTY",
+    "REWRITES_PROPERTY",
     "SETTINGS",
     "USE_CASSETTE_DIR",
     "RecordMode",
@@ -64,6 +65,8 @@ USE_CASSETTE_DIR: Final = ""
 MARKER: Final = "sessiontape"
 MARKER_KWARGS: Final = frozenset({"cassette", "mode", "strict", "noise", "roots"})
 REPORT_PROPERTY: Final = "sessiontape_report"
+#: The user property carrying what an update or a live re-record changed in a tape.
+REWRITES_PROPERTY: Final = "sessiontape_rewrites"
 #: A ``tape`` fixture records the test's node id as the entrypoint (``tests/x.py::test``);
 #: an application records its command line, which never starts like this.
 _NODEID_ENTRYPOINT: Final = re.compile(r"^[^\s:]+\.py::")
@@ -138,6 +141,19 @@ def _report_path(value: str) -> str:
     """``--sessiontape-report PATH``: a file to write, not a directory."""
     if not value.strip() or Path(value).is_dir():
         raise argparse.ArgumentTypeError(f"{value!r} is a directory; name a .json file.")
+    return value
+
+
+def _live_selector(value: str) -> str:
+    """``--sessiontape-live SELECTOR``: a well-formed selector (checked against each tape
+    when it is replayed)."""
+    for part in value.split(","):
+        if not re.fullmatch(r"[\w.-]+(?::[^@\s,]+)?(?:@\S+)?", part.strip()):
+            raise argparse.ArgumentTypeError(
+                f"{value!r}: write a boundary (process, agent, store or a user boundary's "
+                "name), a worker (worker-2), both (process@worker-2) or a program "
+                "(process:git)."
+            )
     return value
 
 
@@ -218,6 +234,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where tapes replayed from a store URL are kept (default: .sessiontape-cache "
         "in the rootdir); each is downloaded once.",
     )
+    group.addoption(
+        "--sessiontape-update",
+        dest="sessiontape_update",
+        action="store_true",
+        default=False,
+        help="rewrite each replayed tape to match today's code where the tape can still "
+        "answer (today's requests, today's store results, calls no longer made dropped), "
+        "and list every change; a call the tape cannot answer still fails the test.",
+    )
+    group.addoption(
+        "--sessiontape-unused",
+        dest="sessiontape_unused",
+        action="store_true",
+        default=False,
+        help="list the fixture cassettes under the cassette directory that no collected "
+        "test owns, and the recorded calls each test left unconsumed (nothing is deleted).",
+    )
+    group.addoption(
+        "--sessiontape-live",
+        dest="sessiontape_live",
+        action="append",
+        default=[],
+        type=_live_selector,
+        metavar="SELECTOR",
+        help="re-record a segment of each replayed tape: the calls SELECTOR picks "
+        "(process, agent, a user boundary, worker-2, process@worker-2, process:git) run "
+        "for real and are recorded, the others are served from the tape; the new tape is "
+        "written beside (x.rerecorded.jsonl), or over the old one with "
+        "--sessiontape-update (repeatable, or comma-separated).",
+    )
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -258,6 +304,12 @@ class Settings(NamedTuple):
     cache_dir: Path = Path(".sessiontape-cache")
     #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
     durations: tuple[str, ...] = ()
+    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
+    update: bool = False
+    #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
+    live: tuple[str, ...] = ()
+    #: ``--sessiontape-unused``: list cassettes and calls no test uses.
+    unused: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -306,6 +358,14 @@ class Settings(NamedTuple):
             shard=shard,
             cache_dir=(invocation / cache).resolve() if cache else base / ".sessiontape-cache",
             durations=tuple(str(invocation / d) for d in config.getoption("sessiontape_durations")),
+            update=bool(config.getoption("sessiontape_update")),
+            unused=bool(config.getoption("sessiontape_unused")),
+            live=tuple(
+                part.strip()
+                for value in config.getoption("sessiontape_live")
+                for part in value.split(",")
+                if part.strip()
+            ),
         )
 
 

@@ -19,6 +19,7 @@ from .. import _hooks
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
+    REWRITES_PROPERTY,
     SETTINGS,
     Settings,
     read_header,
@@ -29,7 +30,7 @@ from ._options import (
 from ._sources import RESOLVED, resolve_replay
 
 if TYPE_CHECKING:
-    from ..report import ReplayReport
+    from ..report import ReplayReport, Rewrite
 
 __all__ = ["attach_report", "pytest_configure", "pytest_report_header"]
 
@@ -58,6 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # signature): the outer run's hooks must come back whatever happens here.
     config.add_cleanup(run.teardown)
     config.pluginmanager.register(run, _RunPlugin.NAME)
+    if settings.unused:
+        from ._unused import UnusedPlugin  # loads the cassette format: only when asked
+
+        config.pluginmanager.register(UnusedPlugin(config), UnusedPlugin.NAME)
     run.configured = True
 
 
@@ -102,6 +107,8 @@ class _RunPlugin:
         self.config = config
         self.settings = settings
         self.reports: list[dict[str, Any]] = []
+        #: What updates and live re-records changed, one dict per replayed tape.
+        self.rewrites: list[dict[str, Any]] = []
         self._mirrored: list[tuple[object, str | None]] = []
         #: Set once registered: the plugins registered before are all replayed by then.
         self.configured = False
@@ -148,11 +155,42 @@ class _RunPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Workers attach each replay's report to the item; on the xdist controller (or in
         # a plain run) the teardown report carries all of them exactly once.
-        if self.settings.report is None or report.when != "teardown":
+        if report.when != "teardown":
             return
         for name, value in report.user_properties:
-            if name == REPORT_PROPERTY and isinstance(value, dict):
+            if not isinstance(value, dict):
+                continue
+            if name == REPORT_PROPERTY and self.settings.report is not None:
                 self.reports.append(value)
+            elif name == REWRITES_PROPERTY:
+                self.rewrites.append(value)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """List what updates changed, the way ``syrupy --snapshot-update`` does: the
+        counts first, then each change (on the xdist controller, from every worker)."""
+        if hasattr(self.config, "workerinput") or not self.rewrites:
+            return
+        import msgspec
+
+        from ..report import render_rewrites
+
+        done = sorted(self.rewrites, key=lambda r: str(r.get("tape", "")))
+        written = [r for r in done if r.get("written")]
+        changes = sum(len(r["rewrites"]) for r in done)
+        terminalreporter.section("sessiontape update")
+        terminalreporter.write_line(
+            f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
+            f"{changes} change(s)"
+        )
+        for r in done:
+            tape = shown_path(Path(str(r["tape"])), self.config)
+            rewrites = [
+                msgspec.structs.replace(msgspec_convert(x), tape=tape) for x in r["rewrites"]
+            ]
+            target = r.get("written")
+            shown = shown_path(Path(str(target)), self.config) if target else None
+            for line in render_rewrites(rewrites, shown):
+                terminalreporter.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         target = self.settings.report
@@ -182,8 +220,38 @@ class _RunPlugin:
             self.config.pluginmanager.unregister(self)
 
 
+def msgspec_convert(value: Any) -> Rewrite:
+    """A rewrite as it came back through a user property (plain data)."""
+    import msgspec
+
+    from ..report import Rewrite
+
+    return msgspec.convert(value, type=Rewrite)
+
+
 def attach_report(item: pytest.Item, report: ReplayReport) -> None:
-    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist)."""
+    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist),
+    and what an update changed to the run that lists it."""
+    if run_settings(item.config).unused:
+        from ._unused import UNCONSUMED_PROPERTY, unconsumed_property
+
+        unconsumed = unconsumed_property(report)
+        if unconsumed is not None:
+            item.user_properties.append((UNCONSUMED_PROPERTY, unconsumed))
+    if report.rewrites:
+        from ..report import jsonable
+
+        item.user_properties.append(
+            (
+                REWRITES_PROPERTY,
+                {
+                    "nodeid": item.nodeid,
+                    "tape": report.cassette,
+                    "written": report.rewritten_to,
+                    "rewrites": [jsonable(r) for r in report.rewrites],
+                },
+            )
+        )
     if run_settings(item.config).report is None:
         return
     item.user_properties.append((REPORT_PROPERTY, {"nodeid": item.nodeid, **report.to_dict()}))

@@ -64,7 +64,18 @@ def resolve_replay(settings: Settings) -> Resolved:
     Without URLs and without a shard, the paths are the ones given, unchanged (and the
     fleet layer is not even imported).
     """
-    if settings.shard is None and not any("://" in v for v in settings.replay):
+    urls = [v for v in settings.replay if "://" in v]
+    if urls and (settings.update or settings.live):
+        # The run reads a store's tapes through the local cache: rewriting the cached copy
+        # would change no tape anyone keeps, and leave the cache stale.
+        flag = "--sessiontape-update" if settings.update else "--sessiontape-live"
+        raise pytest.UsageError(
+            f"sessiontape: {flag} rewrites tapes in place, and {urls[0]} is a store whose "
+            "tapes this run only reads through its cache. Pull them into a folder, replay "
+            f"that with {flag} and push it back: sessiontape pull {urls[0]} tapes/ && "
+            f"pytest --replay tapes/ {flag} && sessiontape push tapes/ {urls[0]}"
+        )
+    if settings.shard is None and not urls:
         return Resolved(settings.replay, (), {})
     try:
         return _resolve(settings)

@@ -41,6 +41,7 @@ from ..cassette import (
     Entry,
     Error,
     Level,
+    Patched,
     PayloadCodec,
     SessionEnd,
     SessionResume,
@@ -119,6 +120,8 @@ class Recorder:
             self.level, max_inline_bytes, scrub=self.scrubber.text, sidecar=Sidecar(self.path)
         )
         self._warned: set[str] = set()
+        self._patches: set[str] = set()
+        self._patch_lock = threading.Lock()
         self._finished = False
         self._started_mono = _mono_ns()
         target = prepare(self.path, if_exists)
@@ -195,6 +198,16 @@ class Recorder:
         if not self._writer.active:
             return
         self._writer.write(scrub_entry(entry, self.scrubber))
+
+    def note_patch(self, change_id: str) -> None:
+        """Write a ``patched`` entry for ``change_id``, the first time the code asks for it."""
+        if change_id in self._patches:  # the common case, without the lock
+            return
+        with self._patch_lock:
+            if change_id in self._patches:
+                return
+            self._patches.add(change_id)
+        self.write(Patched(**common_fields(self.open()), id=change_id))
 
     def warn_once(self, key: str, message: str) -> None:
         """Emit ``message`` as a :class:`RecordingWarning`, once per ``key``."""

@@ -18,6 +18,7 @@ from ._rebuild import (
     resolve_result_type,
     unregister_type,
 )
+from ._select import Selector, Selectors
 from ._timepatch import lingering
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "Noise",
     "Normalize",
     "ReplayEngine",
+    "Selector",
+    "Selectors",
     "compare",
     "lingering",
     "prepare",

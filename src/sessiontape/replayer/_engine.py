@@ -39,7 +39,9 @@ from ._index import TapeIndex
 from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
+from ._select import Selectors
 from ._timepatch import prepare as prepare_time
+from ._update import Updater
 
 __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"]
 
@@ -95,6 +97,9 @@ class ReplayEngine:
         scrubbers: Sequence[Callable[[str], str]] = (),
         lookahead: int = DEFAULT_LOOKAHEAD,
         order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+        update: bool = False,
+        live: Sequence[str] = (),
+        app_version: str | None = None,
     ) -> None:
         level = Level.parse(recording.header.level)
         if level is not Level.FULL:
@@ -105,7 +110,9 @@ class ReplayEngine:
         self.recording = recording
         self._scrubbers = tuple(scrubbers)
         self.clock = FakeClock(recording.header.ts_ns, recording.header.mono_ns)
-        self._index = index = TapeIndex(recording)
+        #: The calls a live re-record runs for real (``None``: no live re-record).
+        self.live = Selectors(live, recording) if live else None
+        self._index = index = TapeIndex(recording, live=self.live)
         self.loaded = index.loaded
         self._outcome = Outcome(recording, strict=strict, loaded=index.loaded, hidden=index.hidden)
         self._aligner = Aligner(
@@ -120,6 +127,16 @@ class ReplayEngine:
             name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
         }
         self._set_roots(roots)
+        #: Whether this replay rewrites its tape to match today's code (update mode).
+        self.updating = update
+        #: The update or live re-record this replay makes (``None``: a plain replay).
+        self.updater = (
+            Updater(
+                recording, self._outcome, update=update, live=self.live, app_version=app_version
+            )
+            if update or live
+            else None
+        )
 
     # -- settings ---------------------------------------------------------------------
 
@@ -281,6 +298,18 @@ class ReplayEngine:
         """A process was started outside the interception (see :meth:`Outcome.unseen_process`)."""
         self._outcome.unseen_process(event, command, where, worker_var.get())
 
+    # -- update mode ------------------------------------------------------------------
+
+    def verifies(self, boundary: str) -> None:
+        """Note that ``boundary`` runs for real: update mode adds its calls the tape lacks."""
+        if self.updater is not None:
+            self.updater.verify.add(boundary)
+
+    def add_call(self, entry: CallEntry) -> None:
+        """Update mode: add ``entry`` (made for real just now) after the worker's last call."""
+        if self.updater is not None:
+            self.updater.add(entry, self._outcome.position)
+
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""
         self._outcome.application_error(exc, worker_var.get(), frame)
@@ -336,8 +365,9 @@ class ReplayEngine:
         if outcome is not UNSET and self.recording.end is not None:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
-        done.check_unconsumed(self._index.queues)
-        done.report = done.build_report()
+        done.check_unconsumed(self._index.remaining())
+        updater = self.updater
+        done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:
             raise ReplayMismatch(done.report)
         return done.report

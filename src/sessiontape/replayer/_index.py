@@ -9,9 +9,10 @@ replay keeps (see ``_order.py``).
 from __future__ import annotations
 
 from collections import deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..cassette import (
+    BOUNDARY_PROCESS,
     BOUNDARY_STORE,
     LAZY_KINDS,
     PRESET_BOUNDARIES,
@@ -20,6 +21,9 @@ from ..cassette import (
     CallEntry,
     Recording,
 )
+
+if TYPE_CHECKING:
+    from ._select import Selectors
 
 __all__ = ["QueueKey", "TapeIndex"]
 
@@ -40,9 +44,9 @@ _STORE_KINDS: Final = frozenset(kind for kind, name in _PRESET.items() if name =
 class TapeIndex:
     """The calls of a recording in per-(boundary, worker) queues, built in one pass."""
 
-    __slots__ = ("hidden", "last_seq", "loaded", "queues", "verify_order")
+    __slots__ = ("hidden", "last_seq", "loaded", "parked", "queues", "verify_order")
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, *, live: Selectors | None = None) -> None:
         queues: dict[QueueKey, deque[CallEntry]] = {}
         substituted: set[int] = set()
         hidden: set[int] = set()
@@ -93,6 +97,29 @@ class TapeIndex:
         self.loaded = sum(len(q) for q in queues.values())
         #: The seq of the last call of each queue, for "exhausted" messages.
         self.last_seq = {key: q[-1].seq for key, q in queues.items()}
+        #: The recorded process calls a live re-record runs again, out of the queues.
+        self.parked: dict[QueueKey, deque[CallEntry]] = {}
+        if live is not None:
+            self._park(live)
+
+    def _park(self, live: Selectors) -> None:
+        # A live process call never takes its recorded entry (it runs for real), so the
+        # entries the selectors pick leave the queues: in one shared with calls served
+        # from the tape (``process:git`` among other programs), they would stand in the
+        # way. Left over at the end, they are reported unconsumed, and the re-record
+        # drops them. Only processes: every wiring of that boundary can run live, and a
+        # picked agent or worker takes its whole queue.
+        for key, queue in self.queues.items():
+            if key[0] != BOUNDARY_PROCESS:
+                continue
+            picked = deque(e for e in queue if live.picks_entry(e))
+            if picked:
+                self.queues[key] = deque(e for e in queue if not live.picks_entry(e))
+                self.parked[key] = picked
+
+    def remaining(self) -> list[tuple[QueueKey, deque[CallEntry]]]:
+        """Every queue's calls not served (the parked ones included), for the report."""
+        return [*self.queues.items(), *self.parked.items()]
 
     @staticmethod
     def _add_call(

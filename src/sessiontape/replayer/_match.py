@@ -157,6 +157,61 @@ class Noise:
             out = _mask(out, path)
         return out
 
+    def keep_recorded(self, boundary: str, recorded: Any, today: Any) -> Any:
+        """``today``'s value with its noise taken from ``recorded``: every masked field,
+        and every text equal to the recorded one once the patterns are applied.
+
+        What update mode writes: masked noise is not a change, so it keeps its recorded
+        form and the tape's diff shows only what the code changed.
+        """
+        if self._patterns:
+            today = _keep_patterned(recorded, today, self._patterns)
+        for path in self._masks.get(boundary, ()):
+            today = _restore(recorded, today, path)
+        return today
+
+
+def _keep_patterned(
+    recorded: Any, today: Any, patterns: Sequence[tuple[re.Pattern[str], str]]
+) -> Any:
+    if isinstance(today, str) and isinstance(recorded, str):
+        same = _substitute(recorded, patterns) == _substitute(today, patterns)
+        return recorded if same else today
+    if isinstance(today, Mapping) and isinstance(recorded, Mapping):
+        return {
+            k: _keep_patterned(recorded[k], v, patterns) if k in recorded else v
+            for k, v in today.items()
+        }
+    if isinstance(today, (list, tuple)) and isinstance(recorded, (list, tuple)):
+        return [
+            _keep_patterned(recorded[i], v, patterns) if i < len(recorded) else v
+            for i, v in enumerate(today)
+        ]
+    return today
+
+
+def _restore(recorded: Any, today: Any, path: tuple[str | int, ...]) -> Any:
+    """``today`` with the value at the mask ``path`` taken from ``recorded``."""
+    if not path:
+        return recorded
+    head, rest = path[0], path[1:]
+    if isinstance(today, Mapping) and isinstance(recorded, Mapping):
+        keys = list(today) if head == "*" else [head]
+        copy = dict(today)
+        for key in keys:
+            if key in recorded and key in today:
+                copy[key] = _restore(recorded[key], today[key], rest)
+        return copy
+    if isinstance(today, (list, tuple)) and isinstance(recorded, (list, tuple)):
+        size = min(len(today), len(recorded))
+        indexes = range(size) if head == "*" else [head]
+        copy_list = list(today)
+        for index in indexes:
+            if isinstance(index, int) and -size <= index < size:
+                copy_list[index] = _restore(recorded[index], today[index], rest)
+        return copy_list
+    return today
+
 
 @functools.lru_cache(maxsize=256)
 def _parsed(masks: tuple[str, ...], patterns: tuple[str | tuple[str, str], ...]) -> Noise:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from .._context import worker_var
@@ -36,6 +36,8 @@ __all__ = ["Outcome"]
 #: At most this many warnings are kept (a program forking in a loop would fill memory).
 _MAX_WARNINGS: Final = 1000
 _perf_ns: Final = REAL.perf_counter_ns
+#: The mismatches that count as extra calls.
+_EXTRA_KINDS: Final = frozenset({MismatchKind.UNEXPECTED_CALL, MismatchKind.EXHAUSTED})
 #: The pseudo-boundary of whole-session checks (outcome, crash).
 _SESSION: Final = "session"
 
@@ -63,6 +65,8 @@ class Outcome:
         self._started_perf = _perf_ns()
         self.crash_checked = False
         self.report: ReplayReport | None = None
+        #: In update mode: the mismatches the update answers, which strict mode lets by.
+        self.answered: Callable[[MismatchKind, str], bool] | None = None
 
     @property
     def started(self) -> bool:
@@ -112,7 +116,7 @@ class Outcome:
         )
         with self._lock:
             self._mismatches.append((position, len(self._mismatches), found))
-        if self.strict:
+        if self.strict and (self.answered is None or not self.answered(kind, boundary)):
             raise ReplayMismatch(self.build_report())
 
     def collect(self, kind: MismatchKind, **fields: Any) -> None:
@@ -219,9 +223,9 @@ class Outcome:
             position=recorded.seq,
         )
 
-    def check_unconsumed(self, queues: Mapping[QueueKey, deque[CallEntry]]) -> None:
+    def check_unconsumed(self, queues: Iterable[tuple[QueueKey, deque[CallEntry]]]) -> None:
         """Every recorded call left in a queue was never made."""
-        for (boundary, worker), queue in queues.items():
+        for (boundary, worker), queue in queues:
             while queue:
                 entry = queue.popleft()
                 self.collect(
@@ -294,12 +298,21 @@ class Outcome:
         ]
         return [describe(e) for e in before[-3:]]
 
-    def build_report(self) -> ReplayReport:
-        """The report of everything found so far."""
+    def mismatches(self) -> list[Mismatch]:
+        """Every mismatch found so far, in timeline order."""
+        with self._lock:
+            return [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
+
+    def build_report(self, kept: list[Mismatch] | None = None) -> ReplayReport:
+        """The report of everything found so far (of the ``kept`` mismatches only, when
+        given: an update leaves out the ones it answered)."""
         with self._lock:
             mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
             consumed = len(self.served)
             extra = self._extra
+        if kept is not None:
+            mismatches = kept
+            extra = sum(1 for m in kept if m.kind in _EXTRA_KINDS)
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
         rec = self.recording
         report = ReplayReport(

@@ -13,6 +13,7 @@ from ._describe import describe, format_ms, payload_size
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
 from ._model import Candidate, FieldDiff, Mismatch, MismatchKind, compute_ok, mask_path
 from ._report import ReplayMismatch, ReplayReport
+from ._rewrites import Change, Rewrite, render_rewrites
 from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
 
 __all__ = [
@@ -21,12 +22,14 @@ __all__ = [
     "MISSING_TEXT",
     "NEAREST_SCAN_LIMIT",
     "Candidate",
+    "Change",
     "Classifier",
     "FieldDiff",
     "Mismatch",
     "MismatchKind",
     "ReplayMismatch",
     "ReplayReport",
+    "Rewrite",
     "classify_error",
     "compute_ok",
     "describe",
@@ -38,6 +41,7 @@ __all__ = [
     "mask_path",
     "nearest_candidate",
     "payload_size",
+    "render_rewrites",
     "safe_repr",
     "suggest_next_step",
     "summarize_value",

@@ -30,25 +30,32 @@ _MAX_SUGGESTED_MASKS: Final = 3
 def suggest_next_step(
     kind: MismatchKind, boundary: str, worker: str, diffs: Sequence[FieldDiff]
 ) -> str:
-    """A one-line next step for a mismatch of ``kind`` on ``boundary`` in ``worker``."""
-    rerecord = f"re-record worker '{worker}'"
+    """A one-line next step for a mismatch of ``kind`` on ``boundary`` in ``worker``.
+
+    Each step names a command that exists: the noise mask, ``--sessiontape-update``
+    (today's requests and results into the tape), or ``--sessiontape-live=BOUNDARY@WORKER``
+    (the calls the tape cannot answer, re-recorded for real).
+    """
+    update = "accept today's request with --sessiontape-update"
+    live = f"--sessiontape-live={boundary}@{worker}"
+    rerecord = f"re-record it with {live} (add --sessiontape-update to replace the tape)"
+    if boundary == "store":  # a verify boundary runs for real: the update takes its calls
+        rerecord = "take today's calls into the tape with --sessiontape-update"
     if kind is MismatchKind.ARGUMENT_MISMATCH:
         paths = list(dict.fromkeys(d.path for d in diffs))
         if not paths:
             return (
-                f"Compare the request with the recorded one; if the change is intended, {rerecord}."
+                f"Compare the request with the recorded one; if the change is intended, {update}."
             )
         shown = paths[:_MAX_SUGGESTED_MASKS]
         masks = _quote_list([mask_path(boundary, p) for p in shown])
         if len(paths) == 1:
-            return f"If {paths[0]} is noise, add the mask {masks}; otherwise {rerecord}."
+            return f"If {paths[0]} is noise, add the mask {masks}; otherwise {update}."
         if len(paths) <= _MAX_SUGGESTED_MASKS:
-            return (
-                f"If {_plain_list(paths)} are noise, add the masks {masks}; otherwise {rerecord}."
-            )
+            return f"If {_plain_list(paths)} are noise, add the masks {masks}; otherwise {update}."
         return (
             f"If these {len(paths)} fields are noise, add masks such as {masks}; "
-            f"otherwise {rerecord}."
+            f"otherwise {update}."
         )
     if kind is MismatchKind.UNEXPECTED_CALL:
         return (
@@ -63,17 +70,19 @@ def suggest_next_step(
     if kind is MismatchKind.UNCONSUMED:
         return (
             f"The code stopped calling '{boundary}' in worker '{worker}' before the recording did; "
-            f"check for an early exit or a skipped step, or {rerecord} if that is intended."
+            "check for an early exit or a skipped step, or drop the call with "
+            "--sessiontape-update if that is intended."
         )
     if kind is MismatchKind.STORE_MISMATCH:
         return (
             f"The real '{boundary}' returned something other than the recording; look for a logic "
-            f"change in the store code or a different seeded snapshot, or {rerecord} if intended."
+            "change in the store code or a different seeded snapshot, or take today's results "
+            "with --sessiontape-update if intended."
         )
     if kind is MismatchKind.OUTCOME_MISMATCH:
         return (
             "The session ended with a different outcome; find the first divergence that led "
-            "there, or re-record the session if the new outcome is correct."
+            "there, or accept today's outcome with --sessiontape-update if it is correct."
         )
     if kind is MismatchKind.ERROR_MISMATCH:
         return (

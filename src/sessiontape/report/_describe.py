@@ -11,6 +11,7 @@ from ..cassette import (
     Call,
     Entry,
     Error,
+    Patched,
     Payload,
     ProcessCall,
     SessionEnd,
@@ -96,6 +97,8 @@ def describe(entry: Entry, *, width: int = 60) -> str:
             f"{head} session start: run {entry.run_id} of {entry.entrypoint or '?'} "
             f"(level {entry.level}, recorded {entry.recorded_at})"
         )
+    if isinstance(entry, Patched):
+        return f"{head} patched: the code knew the change {entry.id!r}"
     if isinstance(entry, SessionResume):
         return (
             f"{head} session resumed: by {entry.entrypoint or '?'} "

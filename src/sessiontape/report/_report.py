@@ -14,6 +14,7 @@ import msgspec
 from .._errors import SessiontapeError
 from ._advice import suggest_next_step
 from ._model import Mismatch, MismatchKind, compute_ok
+from ._rewrites import Rewrite, render_rewrites
 from ._values import json_enc_hook, jsonable, restore_missing, summarize_value
 
 __all__ = ["ReplayMismatch", "ReplayReport"]
@@ -94,6 +95,10 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     context: list[str] = []
     workers: list[str] = []
     warnings: list[Mismatch] = []
+    #: The changes an update or a live re-record made to the tape (see ``Rewrite``).
+    rewrites: list[Rewrite] = []
+    #: Where the changed tape was written (``None``: nothing was written).
+    rewritten_to: str | None = None
 
     compute_ok = staticmethod(compute_ok)
 
@@ -231,6 +236,7 @@ class ReplayReport(msgspec.Struct, kw_only=True):
         lines = [self._headline(style, first), self._counts()]
         if self.workers:
             lines.append(f"workers: {', '.join(self.workers)}")
+        lines.extend(render_rewrites(self.rewrites, self.rewritten_to))
         if first is not None and self.context:
             lines.append("context before the divergence:")
             lines.extend(style.dim(f"  {line}") for line in self.context)

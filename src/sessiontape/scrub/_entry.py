@@ -27,6 +27,7 @@ from ..cassette import (
     Entry,
     Error,
     ErrorInfo,
+    Patched,
     ProcessCall,
     SessionEnd,
     SessionResume,
@@ -63,6 +64,8 @@ SCRUBBED_FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
     Call: (("args", "data"), ("kwargs", "data"), ("result", "data"), ("error", "error")),
     Error: (("message", "text"), ("traceback", "text")),
     SessionEnd: (("outcome", "data"),),
+    # A change marker's id is a name the code chose, never recorded data.
+    Patched: (),
 }
 
 

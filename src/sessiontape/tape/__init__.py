@@ -16,6 +16,7 @@ from .._lazy import exports
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from ..cassette import BoundaryKind
+    from ._active import active_tape, patched
     from ._base import Mode, Tape
     from ._disabled import DisabledTape
     from ._record import RecordTape
@@ -29,9 +30,20 @@ _EXPORTS: dict[str, str] = {
     "RecordTape": "._record",
     "ReplayTape": "._replay",
     "Tape": "._base",
+    "active_tape": "._active",
+    "patched": "._active",
 }
 
-__all__ = ["BoundaryKind", "DisabledTape", "Mode", "RecordTape", "ReplayTape", "Tape"]
+__all__ = [
+    "BoundaryKind",
+    "DisabledTape",
+    "Mode",
+    "RecordTape",
+    "ReplayTape",
+    "Tape",
+    "active_tape",
+    "patched",
+]
 
 if not TYPE_CHECKING:  # mypy sees the imports above, and no catch-all __getattr__
     __getattr__, __dir__ = exports(__name__, _EXPORTS)

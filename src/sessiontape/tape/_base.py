@@ -113,6 +113,12 @@ class Tape(abc.ABC):
         """Intercept :class:`subprocess.Popen` (so ``run``, ``check_output``, ``call``) for
         code that does not take an injected runner."""
 
+    def patched(self, change_id: str) -> bool:
+        """Whether this tape takes the path of the deliberate change ``change_id`` (see
+        :func:`sessiontape.patched`): always, unless a replayed tape was recorded by code
+        that did not know it."""
+        return True
+
     @abc.abstractmethod
     def finish(self, outcome: Any = None) -> ReplayReport | None:
         """End the session: records ``SessionEnd`` (recording) or returns the

@@ -30,6 +30,7 @@ from ..boundaries import (
 from ..cassette import BoundaryKind, Level, PayloadCodec
 from ..recorder import Recorder
 from ..scrub import PathRoots, Scrubber
+from ._active import activate, deactivate
 from ._base import Mode, Tape
 
 __all__ = ["RecordTape"]
@@ -51,6 +52,7 @@ class RecordTape(Tape):
         self._threads.enter_context(derived_workers())
         # A process started outside the interception is missing from the tape: say so.
         self._threads.enter_context(watching_processes(recording_notice(recorder)))
+        activate(self)
 
     # -- what the recording is ----------------------------------------------------------
 
@@ -163,6 +165,11 @@ class RecordTape(Tape):
     def patch_subprocess(self) -> AbstractContextManager[None]:
         return recording_popen(self._recorder)
 
+    def patched(self, change_id: str) -> bool:
+        """Note that the recording code knows ``change_id``; ``True``."""
+        self._recorder.note_patch(change_id)
+        return True
+
     # -- ending -------------------------------------------------------------------------
 
     def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
@@ -182,4 +189,5 @@ class RecordTape(Tape):
         try:
             self._recorder.close(exc, tb)
         finally:
+            deactivate(self)
             self._threads.close()

@@ -15,11 +15,20 @@ from types import TracebackType
 from typing import Any, Literal
 
 from .._context import derived_workers
+from .._errors import UsageError
 from ..boundaries import (
     AsyncProcessRunner,
+    AsyncRecordingRunner,
     AsyncReplayRunner,
+    AsyncSubprocessRunner,
     ProcessReplay,
     ProcessRunner,
+    RecordingRunner,
+    SubprocessRunner,
+    live_popen,
+    method_names,
+    recording_agent,
+    recording_boundary,
     replaying_agent,
     replaying_boundary,
     replaying_popen,
@@ -27,11 +36,13 @@ from ..boundaries import (
     reporting_thread_errors,
     watching_processes,
 )
-from ..cassette import BoundaryKind, Recording
+from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
 from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
 from ..report import ReplayReport
 from ..scrub import PathRoots, Scrubber
+from ._active import activate, deactivate
 from ._base import Mode, Tape
+from ._live import AsyncLiveRunner, LiveRunner, LiveSide, live_methods, process_picker
 
 __all__ = ["ReplayTape"]
 
@@ -55,6 +66,14 @@ class ReplayTape(Tape):
         self._stack.enter_context(reporting_thread_errors(engine))
         # A process started outside the interception runs for real: the report says so.
         self._stack.enter_context(watching_processes(engine))
+        # Live payloads past the inline limit go to the sidecar of the tape being written.
+        updater = engine.updater
+        self._live = (
+            LiveSide(engine, str(updater.target))
+            if engine.live is not None and updater is not None
+            else None
+        )
+        activate(self)
 
     # -- what the replay is -------------------------------------------------------------
 
@@ -123,11 +142,27 @@ class ReplayTape(Tape):
             self._processes = ProcessReplay(self._engine)
         return self._processes
 
+    def _picks(self, boundary: str) -> bool:
+        """Whether a live re-record may pick calls of ``boundary`` (or of a worker)."""
+        live = self._engine.live
+        return live is not None and any(s.boundary in (None, boundary) for s in live.items)
+
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
-        return self._process_replay().runner()
+        replayed = self._process_replay().runner()
+        if self._live is None:
+            return replayed
+        # A live agent's model process is live too: any live re-record needs the real one.
+        real = RecordingRunner(self._live, inner if inner is not None else SubprocessRunner())
+        return LiveRunner(self._engine, replayed, real)
 
     def async_process_runner(self, inner: AsyncProcessRunner | None = None) -> AsyncProcessRunner:
-        return AsyncReplayRunner(self._process_replay())
+        replayed = AsyncReplayRunner(self._process_replay())
+        if self._live is None:
+            return replayed
+        real = AsyncRecordingRunner(
+            self._live, inner if inner is not None else AsyncSubprocessRunner()
+        )
+        return AsyncLiveRunner(self._engine, replayed, real)
 
     def agent(
         self,
@@ -143,9 +178,19 @@ class ReplayTape(Tape):
             asynchronous = adapter is not None and any(
                 inspect.iscoroutinefunction(getattr(adapter, n, None)) for n in names
             )
-        return replaying_agent(
+        replayed = replaying_agent(
             self._engine, method=method, result_type=result_type, asynchronous=asynchronous
         )
+        if self._live is None or not self._picks(BOUNDARY_AGENT):
+            return replayed
+        if adapter is None:
+            raise UsageError(
+                "a live re-record of the agent needs the real adapter: pass it to "
+                "tape.agent(adapter, ...) as when recording."
+            )
+        names = [method] if isinstance(method, str) else list(method)
+        real = recording_agent(self._live, adapter, name=name, method=method)
+        return live_methods(self._engine, BOUNDARY_AGENT, names, real, replayed)
 
     def store(
         self,
@@ -167,17 +212,30 @@ class ReplayTape(Tape):
         kind: BoundaryKind | Literal["substitute", "verify"] = BoundaryKind.SUBSTITUTE,
         result_type: Any = None,
     ) -> Any:
-        return replaying_boundary(
-            self._engine,
-            name,
-            obj,
-            methods=methods,
-            kind=BoundaryKind(kind),
-            result_type=result_type,
+        kind = BoundaryKind(kind)
+        replayed = replaying_boundary(
+            self._engine, name, obj, methods=methods, kind=kind, result_type=result_type
         )
+        # A verify boundary runs for real anyway; a substitute one runs live when picked.
+        if self._live is None or kind is not BoundaryKind.SUBSTITUTE or not self._picks(name):
+            return replayed
+        if obj is None:
+            raise UsageError(
+                f"a live re-record of {name!r} needs the real object: pass it to "
+                f"tape.boundary({name!r}, obj, ...) as when recording."
+            )
+        real = recording_boundary(self._live, name, obj, methods=methods, kind=kind)
+        return live_methods(self._engine, name, method_names(methods), real, replayed)
 
     def patch_subprocess(self) -> AbstractContextManager[None]:
-        return replaying_popen(self._process_replay())
+        if self._live is None:
+            return replaying_popen(self._process_replay())
+        # Any live re-record: a live agent's model process is live too.
+        return live_popen(self._process_replay(), self._live, process_picker(self._engine))
+
+    def patched(self, change_id: str) -> bool:
+        """Whether the tape was recorded by code that knew ``change_id``."""
+        return change_id in self._engine.recording.patches
 
     # -- ending -------------------------------------------------------------------------
 
@@ -198,4 +256,5 @@ class ReplayTape(Tape):
         try:
             return self._engine.close(exc)
         finally:
+            deactivate(self)
             self._stack.close()

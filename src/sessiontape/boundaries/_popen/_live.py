@@ -1,0 +1,110 @@
+"""``patch_subprocess()`` in a live re-record: each process runs for real or comes from the tape.
+
+Both sides of the patch replace the same methods of :class:`subprocess.Popen`, and each
+passes any process it does not handle to the original methods. A live re-record installs
+one set that sends each process to one side, decided when the process is made
+(``Popen.__init__``, before its pipes exist: a replayed process's pipes are wired, a real
+one's are made): the processes the selectors pick (and every process started inside a
+live call, or by a live runner call) are spawned for real by the record side, which relays
+and logs their pipes and writes their entries to the live re-record; the others are served
+from the tape by the replay side. asyncio's hooks of both sides are stacked: each passes a
+process it does not know on to the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from .._process import IN_PROCESS_CALL, ProcessReplay
+from .._protocols import RecordSide
+from ._asyncio import recording_asyncio, replaying_asyncio
+from ._pipes import ORIGINALS, install_methods, popen_argv
+from ._record import _exited, _Recording, _signaled
+from ._replay import _Replaying
+
+__all__ = ["live_popen"]
+
+#: The attribute of a ``Popen`` that the live re-record runs for real.
+_LIVE: Final = "_sessiontape_live"
+
+#: Decides, from a process's argv, whether it runs for real (the caller knows the worker).
+Picks = Callable[[list[str]], bool]
+
+
+@functools.cache
+def _init_signature() -> inspect.Signature:
+    return inspect.signature(ORIGINALS["__init__"])
+
+
+def _argv(popen: Any, args: Any, more: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str] | None:
+    """The argv ``Popen(args, ...)`` will run, or ``None`` when the call is malformed (the
+    replay side then raises what ``Popen`` would)."""
+    try:
+        given = _init_signature().bind(popen, args, *more, **kwargs).arguments
+        return popen_argv(args, given.get("executable"), bool(given.get("shell", False)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _either(name: str, live: Any, replayed: Any) -> Any:
+    """The method ``name``: the record side's for a live process, else the replay side's."""
+
+    @functools.wraps(ORIGINALS[name])
+    def method(popen: Any, *args: Any, **kwargs: Any) -> Any:
+        side = live if popen.__dict__.get(_LIVE) else replayed
+        return side(popen, *args, **kwargs)
+
+    return method
+
+
+def _init(replayed: Any, picks: Picks) -> Any:
+    original = ORIGINALS["__init__"]
+
+    @functools.wraps(original)
+    def __init__(popen: Any, args: Any, *more: Any, **kwargs: Any) -> None:
+        if IN_PROCESS_CALL.get():
+            live = True  # a live runner call's own spawn: real, recorded by the runner
+        else:
+            argv = _argv(popen, args, more, kwargs)
+            live = argv is not None and picks(argv)
+        if not live:
+            replayed(popen, args, *more, **kwargs)
+            return
+        popen.__dict__[_LIVE] = True
+        original(popen, args, *more, **kwargs)
+
+    return __init__
+
+
+@contextlib.contextmanager
+def live_popen(server: ProcessReplay, rec: RecordSide, picks: Picks) -> Iterator[None]:
+    """Run the processes ``picks`` chooses for real, recorded to ``rec``, and serve the
+    others from the tape, for every process ``subprocess.Popen`` starts in the block."""
+    recording = _Recording(rec)
+    replaying = _Replaying(server)
+    recorded = recording.methods()
+    replayed = replaying.methods()
+    # The stream descriptors pass any process the replay does not serve through as is.
+    methods = {name: value for name, value in replayed.items() if name not in ORIGINALS}
+    for name in ORIGINALS:
+        if name in recorded or name in replayed:
+            methods[name] = _either(
+                name, recorded.get(name, ORIGINALS[name]), replayed.get(name, ORIGINALS[name])
+            )
+    methods["__init__"] = _init(replayed["__init__"], picks)
+    with (
+        install_methods(methods),
+        recording_asyncio(_exited, _signaled),
+        replaying_asyncio(replaying.on_exit, replaying.guard),
+    ):
+        try:
+            yield
+        finally:
+            try:
+                replaying.stop()
+            finally:
+                recording.flush()

@@ -1,0 +1,89 @@
+"""What an update or a live re-record changed in a tape: one :class:`Rewrite` per change.
+
+A replay run with ``update=True`` (``--sessiontape-update``) or ``live=[...]``
+(``--sessiontape-live``) lists each change it made to the tape the way ``syrupy
+--snapshot-update`` lists its snapshots: the counts first, then each change (tape, seq,
+field, old value, new value), in the report's text and in its JSON receipt.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ._values import summarize_value
+
+__all__ = ["Change", "Rewrite", "render_rewrites"]
+
+
+class Change(str, enum.Enum):
+    """What happened to one recorded call."""
+
+    #: A substitute call made with other arguments: today's request, the recorded answer.
+    REQUEST = "request"
+    #: A verify call (a store mutation) that gave another result: today's result.
+    RESULT = "result"
+    #: The session ended with another outcome: today's outcome.
+    OUTCOME = "outcome"
+    #: A recorded call today's code no longer makes.
+    DROPPED = "dropped"
+    #: A call today's code makes that the tape did not have (a verify call run for real,
+    #: or a call re-recorded live).
+    ADDED = "added"
+
+
+class Rewrite(msgspec.Struct, frozen=True):
+    """One change to a tape: ``seq`` is the call's seq in the tape as it was (``None`` for
+    an added call), ``field`` the path of the changed field (a noise-mask path without
+    the boundary, as in a field diff), ``old`` and ``new`` its values."""
+
+    tape: str
+    seq: int | None
+    change: Change
+    boundary: str
+    worker: str
+    field: str = ""
+    old: Any = None
+    new: Any = None
+
+
+_VERBS = {
+    Change.REQUEST: "request rewritten",
+    Change.RESULT: "result rewritten",
+    Change.OUTCOME: "outcome rewritten",
+    Change.DROPPED: "dropped",
+    Change.ADDED: "added",
+}
+
+
+_FIELD_CHANGES = (Change.REQUEST, Change.RESULT, Change.OUTCOME)
+
+
+def render_rewrites(rewrites: Sequence[Rewrite], written: str | None) -> list[str]:
+    """The text lines listing ``rewrites``: counts, then one line per change."""
+    if not rewrites:
+        return []
+    calls = Counter(r.change for r in rewrites if r.change in (Change.DROPPED, Change.ADDED))
+    fields = Counter(r.change for r in rewrites if r.change in _FIELD_CHANGES)
+    counts = ", ".join(
+        [f"{n} field(s) of {c.value}s rewritten" for c, n in sorted(fields.items())]
+        + [f"{n} call(s) {c.value}" for c, n in sorted(calls.items())]
+    )
+    where = f"wrote {written}" if written is not None else "nothing written"
+    lines = [f"tape updated: {counts}; {where}"]
+    for r in rewrites:
+        at = f"seq {r.seq}" if r.seq is not None else "new call"
+        head = f"  {r.tape} {at} ({r.worker}, {r.boundary}) {_VERBS[r.change]}"
+        if r.field or r.change in _FIELD_CHANGES:
+            head += (
+                f": {r.field or '<value>'}: {summarize_value(r.old, 60)} -> "
+                f"{summarize_value(r.new, 60)}"
+            )
+        elif r.new is not None or r.old is not None:
+            head += f": {summarize_value(r.new if r.new is not None else r.old, 80)}"
+        lines.append(head)
+    return lines

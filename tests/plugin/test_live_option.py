@@ -1,0 +1,65 @@
+"""``--sessiontape-live=SELECTOR``: a segment re-recorded for real, the rest from the tape."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+import sessiontape
+
+if TYPE_CHECKING:
+    from conftest import Project, Run
+
+
+@pytest.fixture
+def corpus(project: Project) -> Project:
+    for name in ("a", "b"):
+        project.record(f"corpus/{name}.jsonl")
+    return project
+
+
+@pytest.mark.parametrize(
+    "xdist", [pytest.param((), id="serial"), pytest.param(("-n", "2"), id="xdist")]
+)
+def test_live_process_writes_a_rerecorded_tape_beside(
+    corpus: Project, run: Run, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    monkeypatch.setenv("APP_WORD", "bonjour")
+    before = (corpus.path / "corpus/a.jsonl").read_bytes()
+    result = run("--replay", "corpus", "--sessiontape-live=process", *xdist)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= sessiontape update =*",
+            "2 tape(s) rewritten, 0 not written; 10 change(s)",
+            "tape updated: 1 field(s) of outcomes rewritten, 2 call(s) added, 2 call(s) "
+            "dropped; wrote corpus/a.rerecorded.jsonl",
+            "  corpus/a.jsonl seq 1 (w1, process) dropped: *'hello'*",
+        ]
+    )
+    assert (corpus.path / "corpus/a.jsonl").read_bytes() == before
+    new = sessiontape.load(corpus.path / "corpus/a.rerecorded.jsonl")
+    assert [c.argv for c in new.calls] == [["echo", "bonjour"], ["echo", "done"]]  # type: ignore[union-attr]
+    assert new.header.rerecorded is not None
+    assert new.header.rerecorded[0].segments == ["process"]
+    run(
+        "--replay", "corpus/a.rerecorded.jsonl", "--replay", "corpus/b.rerecorded.jsonl"
+    ).assert_outcomes(passed=2)
+
+
+def test_live_with_update_replaces_the_tape(
+    corpus: Project, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APP_WORD", "bonjour")
+    run(
+        "--replay", "corpus/a.jsonl", "--sessiontape-live", "process@w1", "--sessiontape-update"
+    ).assert_outcomes(passed=1)
+    assert not (corpus.path / "corpus/a.rerecorded.jsonl").exists()
+    run("--replay", "corpus/a.jsonl").assert_outcomes(passed=1)
+
+
+def test_a_malformed_selector_is_a_usage_error(corpus: Project, run: Run) -> None:
+    result = run("--replay", "corpus", "--sessiontape-live=process@")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --sessiontape-live: 'process@': write a boundary*"])

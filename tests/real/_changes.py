@@ -1,0 +1,70 @@
+"""Three deliberate changes to the bundled gardener, applied in a test, never shipped.
+
+- ``fetch``: a new process call in each worker's path, ``git fetch`` before merging;
+- ``reword``: a changed agent request, the edit step's ``title`` reworded;
+- ``store``: an added store mutation, ``record_attempt(task, 0)`` before completing.
+
+Each may be guarded by :func:`sessiontape.patched` (old tapes keep the old path) or not
+(the change every run makes). :func:`changed_gardener` installs the gardener subclass into
+``run_session`` for the rest of the test.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+import sessiontape
+from sessiontape.examples.gardener import Gardener, _orchestrator, _session
+
+FETCH: Final = "fetch-before-merge"
+REWORD: Final = "reworded-edit-title"
+STORE: Final = "attempt-reset-on-complete"
+ALL: Final = (FETCH, REWORD, STORE)
+
+
+class _Rewording:
+    """The application's agent, asked with today's reworded edit request."""
+
+    def __init__(self, inner: Any, guarded: bool) -> None:
+        self._inner = inner
+        self._guarded = guarded
+
+    def execute(self, request: dict[str, Any]) -> Any:
+        if request.get("step") == "edit" and (not self._guarded or sessiontape.patched(REWORD)):
+            request = {**request, "title": f"Tend: {request['title']}"}
+        return self._inner.execute(request)
+
+
+def changed_gardener(
+    monkeypatch: pytest.MonkeyPatch, changes: tuple[str, ...], *, guarded: bool
+) -> list[str]:
+    """Make ``run_session`` build a gardener with ``changes``; return the list each
+    ``git fetch`` the changed code made is noted in (by worker)."""
+    fetched: list[str] = []
+    fetch_lock = threading.Lock()
+
+    def on(change: str) -> bool:
+        return change in changes and (not guarded or sessiontape.patched(change))
+
+    class Changed(Gardener):
+        def __init__(self, *, agent: Any, **kwargs: Any) -> None:
+            if REWORD in changes:
+                agent = _Rewording(agent, guarded)
+            super().__init__(agent=agent, **kwargs)
+
+        def _merge(self, name: str, task_id: str, worktree: Path) -> str:
+            if on(FETCH):
+                with fetch_lock:  # FETCH_HEAD is one file for every worker
+                    _orchestrator._git(self.runner, self.repo, "fetch", "-q", ".", "main")
+                fetched.append(name)
+            commit = super()._merge(name, task_id, worktree)
+            if on(STORE):
+                self.store.record_attempt(task_id, 0)
+            return commit
+
+    monkeypatch.setattr(_session, "Gardener", Changed)
+    return fetched
