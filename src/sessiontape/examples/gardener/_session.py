@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from ._scenarios import get_scenario
 from ._store import MUTATIONS, BacklogStore
 
 if TYPE_CHECKING:
-    from sessiontape import ReplayReport
+    from sessiontape import Recording, ReplayReport
 
 __all__ = [
     "DEFAULT_SCENARIO",
@@ -33,6 +35,7 @@ __all__ = [
     "WORK_ROOT",
     "SessionResult",
     "record_scenario",
+    "replay_hook",
     "replay_scenario",
     "run_session",
     "session_config",
@@ -174,3 +177,29 @@ def replay_scenario(
     if tape.report is None:  # pragma: no cover - close() always builds the report
         raise RuntimeError(f"replaying {os.fspath(cassette)!r} produced no report")
     return tape.report
+
+
+def replay_hook(tape: ReplayTape, recording: Recording) -> bool | None:
+    """A ``sessiontape_replay`` hook for gardener cassettes; ``None`` for any other.
+
+    Replays the cassette in a fresh temporary work directory (named as the ``{work}``
+    root, removed afterwards), so ``pytest cassettes/`` needs nothing but this in
+    ``conftest.py``::
+
+        from sessiontape.examples.gardener import replay_hook as sessiontape_replay
+
+    A project with cassettes of its own calls it first and handles what it declines::
+
+        def sessiontape_replay(tape, recording):
+            handled = replay_hook(tape, recording)
+            return my_app(tape) if handled is None else handled
+    """
+    if recording.header.entrypoint != ENTRYPOINT:
+        return None
+    workdir = Path(tempfile.mkdtemp(prefix="gardener-replay-"))
+    try:
+        tape.set_roots({WORK_ROOT: str(workdir)})
+        run_session(tape, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return True
