@@ -60,12 +60,14 @@ from ._lazy import (
 )
 from ._loader import (
     damaged_line,
+    decode_header,
     is_cassette,
     line_numbers,
     load,
     load_for_replay,
     load_for_view,
     loads,
+    read_header,
 )
 from ._mapped import MappedFile
 from ._payload import (
@@ -143,6 +145,7 @@ __all__ = [
     "beside",
     "boundary_of",
     "damaged_line",
+    "decode_header",
     "digest",
     "eager",
     "encode_entry",
@@ -158,6 +161,7 @@ __all__ = [
     "loads",
     "open_private",
     "process_payloads",
+    "read_header",
     "request_of",
     "result_json",
     "set_aside_tail",
