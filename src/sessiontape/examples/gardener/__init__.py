@@ -45,6 +45,7 @@ from ._session import (
     record_scenario,
     replay_hook,
     replay_scenario,
+    run_gardener,
     run_session,
     session_config,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "record_scenario",
     "replay_hook",
     "replay_scenario",
+    "run_gardener",
     "run_session",
     "session_config",
 ]
