@@ -39,6 +39,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def pushed(repeating: Path, store_url: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The store, holding the repeating corpus."""
+    assert cli("push", str(repeating), store_url) == 0
+    capsys.readouterr()
+    return store_url
+
+
 def store_state(url: str) -> dict[str, bytes]:
     """Every object under the store's root (tapes, sidecars, manifest), with its bytes."""
     store = TapeStore(url)
@@ -54,14 +62,9 @@ def corpus_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, obj
 
 
 def test_corpus_of_a_store_matches_the_corpus_of_its_folder(
-    repeating: Path,
-    store_url: str,
-    project: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    repeating: Path, pushed: str, project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli("push", str(repeating), store_url) == 0
-    capsys.readouterr()
+    store_url = pushed
     before = store_state(store_url)
 
     remote = corpus_json(capsys, store_url)
@@ -85,14 +88,9 @@ def test_corpus_of_a_store_matches_the_corpus_of_its_folder(
 
 
 def test_move_to_is_refused_for_a_store(
-    repeating: Path,
-    store_url: str,
-    project: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    pushed: str, project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli("push", str(repeating), store_url) == 0
-    capsys.readouterr()
+    store_url = pushed
     before = store_state(store_url)
     moved = tmp_path / "moved"
     assert cli("corpus", store_url, "--minimize", "--move-to", str(moved)) == 2

@@ -197,3 +197,18 @@ def test_coverage_adds_the_lines_each_replay_runs(
     assert len(result["keep"]) >= len(RARE)
     assert main(["corpus", str(tapes), "--coverage", str(root)]) == 0
     assert f"call shapes and {result['lines']:,} lines" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("x", "'x' is not a whole number (or 'auto')"), ("-1", "'-1' is negative")],
+)
+def test_a_bad_worker_count_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    assert main(["corpus", str(tmp_path), "-n", value]) == 2
+    assert message in capsys.readouterr().err
+    out = tmp_path / "o.jsonl"
+    assert main(["shrink", str(tmp_path / "t.jsonl"), "-o", str(out), "-j", "0"]) == 2
+    assert not out.exists()
+    assert "-j/--jobs: give 1 or more" in capsys.readouterr().err

@@ -172,12 +172,9 @@ def worker_count(text: str) -> int:
     if text == "auto":
         return os.cpu_count() or 1
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither 'auto' nor a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative; give 0 or more, or 'auto'")
-    return value
+        return non_negative_int(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'auto')") from None
 
 
 def add_workers_option(parser: argparse.ArgumentParser, *flags: str, auto: bool) -> None:
