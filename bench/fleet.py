@@ -98,7 +98,10 @@ def _shards(
       receipt): the work the split had to balance, without pytest's fixed cost;
     * ``cpu_seconds``: CPU time of the shard's pytest process (start-up and collection
       included), which a neighbour's load barely moves;
-    * ``wall_seconds``: wall time of the shard's pytest process, what CI waits for.
+    * ``wall_seconds``: wall time of the shard's pytest process, what CI waits for;
+    * ``serial_seconds``: the shard's tapes' durations as one serial run of the whole
+      corpus measured them (the same minute for every shard, its tapes interleaved with
+      the others'): the split judged by a measurement it did not read.
 
     ``planned_seconds`` is the split's own view: the sum, per shard, of the durations the
     balancing read (from the ``-n 2`` receipt).
@@ -112,6 +115,7 @@ def _shards(
     for round_ in range(_SHARD_ROUNDS):
         if round_ % 2:
             order[4 * round_ : 4 * round_ + 4] = range(4, 0, -1)
+    members: dict[int, list[str]] = {}
     for index in order:
         part = workdir / f"shard-{index}.json"
         cpu = _cpu_seconds()
@@ -123,6 +127,7 @@ def _shards(
         )  # fmt: skip
         cpu = _cpu_seconds() - cpu
         reports = json.loads(part.read_text())
+        members[index] = [Path(r["cassette"]).name for r in reports]
         slot = index - 1
         replayed = sum(r["replay_duration_ns"] for r in reports) / 1e9
         best["replay_seconds"][slot] = min(best["replay_seconds"][slot], replayed)
@@ -131,6 +136,13 @@ def _shards(
         best["planned_seconds"][slot] = sum(
             durations.of(Path(r["cassette"]).name, r.get("run_id")) for r in reports
         )
+    serial = workdir / "serial.json"
+    _run([*pytest, "--replay", "tapes", "--sessiontape-report", str(serial)], project, env)
+    measured = {
+        Path(r["cassette"]).name: r["replay_duration_ns"] / 1e9
+        for r in json.loads(serial.read_text())
+    }
+    best["serial_seconds"] = [sum(measured[n] for n in members[i]) for i in range(1, 5)]
     return best
 
 
@@ -226,6 +238,7 @@ def measure(tapes: int, workdir: Path) -> dict[str, Any]:
 #: The shard figures, each a row of the table.
 _SHARD_ROWS: Final = (
     ("planned_seconds", "planned (the -n 2 receipt's durations, summed)"),
+    ("serial_seconds", "replay time (one serial run's per-tape durations, summed)"),
     ("replay_seconds", "replay time (each shard's own per-tape durations, summed)"),
     ("cpu_seconds", "CPU time of each pytest run"),
     ("wall_seconds", "wall time of each pytest run"),
