@@ -13,7 +13,8 @@ figure beside a baseline measured in the same run:
 * **a cold shard**: ``--sessiontape-shard 1/4`` from the store into an empty cache
   (``--collect-only``, so the figure is the download): tapes downloaded against a quarter;
 * **four shards balanced by durations**: the receipt of the -n 2 run balances four shards;
-  each shard's replay time (the sum of its receipt's replay durations) against the mean.
+  each shard's replay time against the mean, measured several ways (see ``_shards``): the
+  CPU time of each shard's pytest run is the figure a busy machine moves least.
 
 The corpus mixes tiny one-call tapes with copies of the shipped gardener tapes (one in
 twenty), so that shards only balance when the durations are used. Needs the ``s3`` and
