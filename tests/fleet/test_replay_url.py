@@ -119,6 +119,8 @@ def test_a_shard_collects_its_folder_once_not_once_per_tape(
     for i in range(24):
         shutil.copy(CORPUS / GARDENER[i % len(GARDENER)], folder / f"sub/tape-{i:02d}.jsonl")
     (folder / "notes.jsonl").write_text('{"not": "a cassette"}\n')
+    # A test module beside the tapes is no tape of the shard: not collected by it.
+    (folder / "sub" / "test_beside.py").write_text("def test_beside():\n    pass\n")
     replay = str(folder)
     if source == "store":
         replay = (tmp_path / "store").as_uri()

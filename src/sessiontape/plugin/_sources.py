@@ -11,9 +11,9 @@ before its workers start, and each worker (or each host of ``--tx socket=...``) 
 same tapes the same way, from its own cache.
 
 The chosen tapes are collected through their folders (the cache's folder of a store, the
-folder given to ``--replay``), and ``pytest_ignore_collect`` leaves out the other ``.jsonl``
-files there: pytest collects the folder of each path argument once per argument, so
-thousands of tape files as arguments would cost time quadratic in the corpus.
+folder given to ``--replay``), and ``pytest_ignore_collect`` leaves out every other file
+there (other tapes, test modules): pytest collects the folder of each path argument once
+per argument, so thousands of tapes as arguments would cost time quadratic in the corpus.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ class _Candidate(NamedTuple):
     key: str
     run_id: str | None
     local: Path | None = None
-    #: The folder (absolute) a local tape is collected through: the ``--replay`` value.
+    #: The folder (absolute) a local tape is collected through: the ``--replay`` value,
+    #: when that is a folder.
     root: str | None = None
     store: TapeStore | None = None
     tape: RemoteTape | None = None
@@ -62,8 +63,8 @@ class Resolved(NamedTuple):
     #: The local copy of each store tape -> the tape's URL: its test id, the same on
     #: every machine and in every cache (``s3://bucket/tapes/x.jsonl``).
     urls: dict[str, str]
-    #: The tapes chosen (absolute paths) under ``folders``, where every other ``.jsonl``
-    #: file is left out. Empty when the paths are collected as they are.
+    #: The tapes chosen (absolute paths) under ``folders``, where every other file is
+    #: left out. Empty when the paths are collected as they are.
     chosen: frozenset[str] = frozenset()
     #: The folders (absolute, ending in a separator) collected for the chosen tapes.
     folders: tuple[str, ...] = ()
@@ -87,14 +88,14 @@ def is_chosen(config: pytest.Config, path: Path) -> bool:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave out the tapes beside the chosen ones in the folders collected for them."""
+    """Leave out every file but the chosen tapes in the folders collected for them."""
     resolved = config.stash.get(RESOLVED, None)
-    if resolved is None or not resolved.folders or collection_path.suffix != ".jsonl":
+    if resolved is None or not resolved.folders:
         return None
     path = str(collection_path)
     if path in resolved.chosen or not path.startswith(resolved.folders):
         return None
-    return True
+    return None if collection_path.is_dir() else True
 
 
 def resolve_replay(settings: Settings) -> Resolved:
@@ -126,7 +127,8 @@ def _resolve(settings: Settings) -> Resolved:
                 _Candidate(f"{store.url}/{t.name}", t.run_id, store=store, tape=t) for t in tapes
             ]
         elif settings.shard is not None:
-            root = os.path.abspath(value if Path(value).is_dir() else os.path.dirname(value))
+            # A folder is collected whole (less what is not chosen); a file as it is.
+            root = os.path.abspath(value) if Path(value).is_dir() else None
             candidates += [
                 _Candidate(str(file), _run_id(file), local=file, root=root)
                 for file in _local(Path(value))
@@ -155,6 +157,8 @@ def _resolve(settings: Settings) -> Resolved:
             urls[local] = candidate.key
         elif candidate.local is not None and candidate.root is not None:
             files.append((candidate.root, os.path.abspath(candidate.local)))
+        elif candidate.local is not None:
+            paths.append(str(candidate.local))
     if cache is not None:
         stats = cache.stats
         header.append(
