@@ -11,6 +11,11 @@ cassette and replays from it::
     summary = gardener.record_scenario("run.jsonl", "/tmp/work-a", scenario="full")
     report = gardener.replay_scenario("run.jsonl", "/tmp/work-b")
     assert report.ok
+
+:func:`replay_hook` is the ``sessiontape_replay`` hook that ``pytest cassettes/`` (and
+``pytest --replay URL``) hands each gardener cassette to; a ``conftest.py`` needs only::
+
+    from sessiontape.examples.gardener import replay_hook as sessiontape_replay
 """
 
 from __future__ import annotations
