@@ -27,7 +27,13 @@ from sessiontape import (
     StoreSnapshot,
     Usage,
 )
-from sessiontape.cassette import CassetteWriter, encode_entry, set_aside_tail
+from sessiontape.cassette import (
+    CassetteWriter,
+    decode_header,
+    encode_entry,
+    read_header,
+    set_aside_tail,
+)
 
 COMMON = {"ts_ns": 1_700_000_000_000_000_000, "mono_ns": 5_000, "worker": "w-1", "thread": "T"}
 
@@ -198,6 +204,29 @@ def test_not_a_cassette(tmp_path: Path, content: bytes, message: str) -> None:
     with pytest.raises(CassetteError, match=message):
         sessiontape.load(path)
     assert not sessiontape.is_cassette(path)
+
+
+def test_read_header_reads_the_first_line_only_and_never_raises(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with sessiontape.record(path, entrypoint="header-test") as tape:
+        tape.finish({"ok": True})
+    header = read_header(path)
+    assert header is not None
+    assert header.entrypoint == "header-test"
+    assert header == sessiontape.load(path).header
+    first = path.read_bytes().split(b"\n", 1)[0]
+    assert decode_header(first + b"\n") == header
+    # A torn rest of the file does not matter: only the first line is read.
+    with path.open("ab") as fh:
+        fh.write(b"\xff{torn")
+    assert read_header(path) == header
+    for content in (b"", b"\xff\xfe", b'{"kind": "process"}\n', b"[" * 100_000, b"not json\n"):
+        junk = tmp_path / "junk.jsonl"
+        junk.write_bytes(content)
+        assert read_header(junk) is None, content[:20]
+        assert decode_header(content) is None
+    assert read_header(tmp_path / "absent.jsonl") is None
+    assert read_header(tmp_path) is None  # a folder
 
 
 def test_missing_file_says_how_to_get_one(tmp_path: Path) -> None:

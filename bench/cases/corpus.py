@@ -133,22 +133,7 @@ def write_corpus(root: Path, cassettes: int, trivial: int) -> Path:
 
 
 _GARDENER_CONFTEST: Final = """
-import shutil, tempfile
-from pathlib import Path
-
-from sessiontape.examples.gardener import ENTRYPOINT, WORK_ROOT, run_session
-
-
-def sessiontape_replay(tape, recording):
-    if recording.header.entrypoint != ENTRYPOINT:
-        return None
-    workdir = Path(tempfile.mkdtemp(prefix="gardener-bench-"))
-    try:
-        tape.set_roots({WORK_ROOT: str(workdir)})
-        run_session(tape, workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return True
+from sessiontape.examples.gardener import replay_hook as sessiontape_replay
 """
 
 

@@ -7,6 +7,7 @@ import json
 import random
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -44,6 +45,7 @@ from sessiontape.examples.gardener import (
     init_repository,
     merge_versions,
     record_scenario,
+    replay_hook,
     replay_scenario,
     run_session,
     session_config,
@@ -691,6 +693,35 @@ def test_replay_reports_where_the_code_diverges(tmp_path: Path) -> None:
     ]
     assert report.mismatches[0].actual["method"] == "mark_complete"
     assert report.mismatches[0].actual["args"][1] == "0" * 40
+
+
+@needs_git
+def test_the_replay_hook_replays_a_gardener_tape_and_declines_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = _record(tmp_path, "review")
+    other = tmp_path / "other.jsonl"
+    with record(other, entrypoint="someone-else") as tape:
+        tape.finish()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # a temp dir nobody else uses
+
+    def no_processes(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"replay started a process: {args!r}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_processes)
+    with replay(other) as tape:
+        assert replay_hook(tape, tape.recording) is None
+        tape.finish()
+    with replay(cassette) as tape:
+        assert replay_hook(tape, tape.recording) is True
+    assert tape.report is not None
+    assert tape.report.ok
+    assert tape.report.consumed == tape.report.loaded > 0
+    # Its work directory was a temporary one, named in the tape's roots, and is gone.
+    assert tape.roots.as_dict()["work"].startswith(str(scratch / "gardener-replay-"))
+    assert list(scratch.iterdir()) == []
 
 
 def test_run_session_refuses_a_cassette_it_did_not_record(tmp_path: Path) -> None:

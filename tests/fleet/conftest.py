@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,27 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "cassettes"
 
 #: The project's own hook, as a user's conftest.py would hold it.
-HOOK = textwrap.dedent(
-    """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from sessiontape.examples.gardener import ENTRYPOINT, WORK_ROOT, run_session
-
-
-    def sessiontape_replay(tape, recording):
-        if recording.header.entrypoint != ENTRYPOINT:
-            return None
-        workdir = Path(tempfile.mkdtemp(prefix="gardener-replay-"))
-        try:
-            tape.set_roots({WORK_ROOT: str(workdir)})
-            run_session(tape, workdir)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        return True
-    """
-)
+HOOK = "from sessiontape.examples.gardener import replay_hook as sessiontape_replay\n"
 
 #: A store's made-up credentials: must never reach a tape, a receipt or the output.
 SECRET_KEY = "fleetTestSecretKey/ZyXwVuTsRq0987654321"

@@ -89,7 +89,7 @@ def test_a_corpus_over_two_socket_hosts_matches_a_serial_run(
     spread = tmp_path / "spread.json"
     gateways = [arg for port, _ in hosts for arg in ("--tx", f"socket=127.0.0.1:{port}")]
     result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "xdist", "--dist", "load", *gateways,
+        "-p", "no:randomly", "-p", "xdist", "-d", *gateways,
         "--replay", store.as_uri(), "--sessiontape-report", str(spread),
     )  # fmt: skip
     result.assert_outcomes(passed=5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,59 @@ def test_four_shards_cover_the_corpus_once_and_download_only_their_share(
         assert len(downloaded) == len(mine)
         seen += mine
     assert sorted(seen) == [f"{name}::{name[:-6]}" for name in GARDENER]
+
+
+#: Counts how often pytest offered each file to the collectors, and writes the counts.
+COUNTING = """
+import collections, json, os
+
+offered = collections.Counter()
+
+
+def pytest_collect_file(file_path, parent):
+    offered[file_path.name] += 1
+
+
+def pytest_collection_finish(session):
+    with open(os.environ["OFFERED"], "w") as fh:
+        json.dump(offered, fh)
+"""
+
+
+@pytest.mark.parametrize("source", ["folder", "store"])
+def test_a_shard_collects_its_folder_once_not_once_per_tape(
+    project: pytest.Pytester,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+) -> None:
+    """pytest collects the folder of every path argument again: a shard of thousands of
+    tapes must reach it as its folder (the rest of it left out), not as thousands of files."""
+    folder = tmp_path / "many"
+    (folder / "sub").mkdir(parents=True)
+    for i in range(24):
+        shutil.copy(CORPUS / GARDENER[i % len(GARDENER)], folder / f"sub/tape-{i:02d}.jsonl")
+    (folder / "notes.jsonl").write_text('{"not": "a cassette"}\n')
+    # A test module beside the tapes is no tape of the shard: not collected by it.
+    (folder / "sub" / "test_beside.py").write_text("def test_beside():\n    pass\n")
+    replay = str(folder)
+    if source == "store":
+        replay = (tmp_path / "store").as_uri()
+        assert cli("push", str(folder), replay) == 0
+        capsys.readouterr()
+    project.makepyfile(counting=COUNTING)
+    offered = tmp_path / "offered.json"
+    monkeypatch.setenv("OFFERED", str(offered))
+    result = project.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "counting", "--collect-only", "-q", "--replay", replay,
+        "--sessiontape-cache", str(tmp_path / "cache"), "--sessiontape-shard", "2/3",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["8 tests collected*"])
+    counts = json.loads(offered.read_text())
+    # Only the shard's own tapes reach the collectors, each once.
+    assert len([name for name in counts if name.startswith("tape-")]) == 8
+    assert set(counts.values()) == {1}
 
 
 def test_a_shard_without_replay_is_a_usage_error(project: pytest.Pytester) -> None:

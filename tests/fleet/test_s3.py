@@ -1,5 +1,6 @@
 """Against a real S3 protocol endpoint on loopback (moto's server), through s3fs: push,
-pull, list and replay from an s3:// url, as a CI job configured by environment would."""
+pull, list, replay and corpus --minimize from an s3:// url, as a CI job configured by
+environment would."""
 
 from __future__ import annotations
 
@@ -71,3 +72,29 @@ def test_replay_a_shard_from_s3(
     everything = receipt.read_text() + "\n".join(result.outlines + result.errlines)
     everything += "".join(p.read_text() for p in cache.rglob("*") if p.is_file())
     assert SECRET_KEY not in everything
+
+
+def test_corpus_minimize_over_s3(s3: dict[str, str], url: str, tmp_path: Path) -> None:
+    assert run_cli(s3, "push", str(CORPUS), url).returncode == 0
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(HOOK, encoding="utf-8")
+    env = {**s3, "SESSIONTAPE_CACHE": str(tmp_path / "cache")}
+    args = ("--minimize", "--json", "-n", "2")
+    remote = run_cli(env, "corpus", url, *args, cwd=project)
+    assert remote.returncode == 0, remote.stderr
+    local = run_cli(env, "corpus", str(CORPUS), *args, cwd=project)
+    assert local.returncode == 0, local.stderr
+    result = json.loads(remote.stdout)
+    assert result == json.loads(local.stdout)
+    assert result["tapes"] == 5
+    assert result["keep"] == ["gardener-full.jsonl"]
+
+    refused = run_cli(env, "corpus", url, "--minimize", "--move-to", str(tmp_path / "moved"))
+    assert refused.returncode == 2
+    assert "never deletes or moves anything in a store" in refused.stderr
+    assert not (tmp_path / "moved").exists()
+    listed = run_cli(env, "list", url, "--json")
+    assert len(json.loads(listed.stdout)) == 5  # the store still holds every tape
+    for output in (remote, refused, listed):
+        assert SECRET_KEY not in output.stdout + output.stderr

@@ -25,17 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import sessiontape
-from sessiontape.examples.gardener import (
-    MUTATIONS,
-    Backlog,
-    BacklogStore,
-    Gardener,
-    ScriptedAgent,
-    StepResult,
-    TaskScript,
-    init_repository,
-)
-from sessiontape.examples.gardener._scenarios import GARDEN, Scenario
+from sessiontape.examples.gardener import Scenario, TaskScript, run_gardener
+from sessiontape.examples.gardener._scenarios import GARDEN
 
 PLANT = "SHRINK_TEST_PLANT"
 SPAWN_LOG = "SHRINK_TEST_SPAWN_LOG"
@@ -85,35 +76,12 @@ class _PlantedRunner:
 
 
 def run_garden(tape: sessiontape.Tape, workdir: Path, tasks: int = 24, workers: int = 3) -> Any:
-    spec = garden_scenario(tasks)
-    work = Path(os.path.abspath(workdir))
-    work.mkdir(parents=True, exist_ok=True)
+    """The gardener itself (its own wiring, ``run_gardener``), with the planted change."""
     runner: Any = tape.process_runner()
     planted = os.environ.get(PLANT)
     if planted:
         runner = _PlantedRunner(runner, planted)
-    init_repository(runner, work / "repo", spec.files)
-    replaying = tape.mode is sessiontape.Mode.REPLAY
-    db_path = work / "backlog.db"
-    live = None if replaying else BacklogStore.create(db_path, spec.backlog(workers))
-    store: Backlog = tape.store(
-        live,
-        mutations=MUTATIONS,
-        snapshot=BacklogStore.snapshot,
-        factory=lambda snapshot: BacklogStore.from_snapshot(db_path, snapshot),
-    )
-    gardener = Gardener(
-        runner=runner,
-        agent=tape.agent(ScriptedAgent(spec.script, runner), result_type=StepResult),
-        store=store,
-        clock=tape.clock,
-        workdir=work,
-        workers=workers,
-    )
-    try:
-        summary = gardener.run()
-    finally:
-        store.close()
+    summary = run_gardener(tape, workdir, garden_scenario(tasks), workers, runner=runner)
     return tape.finish(outcome={"completed": sorted(summary.completed)})
 
 

@@ -61,15 +61,29 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, tapes
 
 
+@pytest.fixture
+def project(corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The corpus, with its project as the current directory: where ``corpus`` finds the
+    replay hook (the project's conftest.py)."""
+    monkeypatch.chdir(corpus[0])
+    return corpus
+
+
+def copy_of(source: Path, target: Path, pattern: str = "*") -> Path:
+    """``target``: the files under ``source`` that match ``pattern``, in the same layout."""
+    for path in sorted(source.rglob(pattern)):
+        if path.is_file():
+            copy = target / path.relative_to(source)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(path.read_bytes())
+    return target
+
+
 def test_minimize_keeps_a_subset_that_replays_every_shape(
-    corpus: tuple[Path, Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    project: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root, source = corpus
-    tapes = root / "copy"
-    subprocess.run(["cp", "-r", str(source), str(tapes)], check=True)
+    root, source = project
+    tapes = copy_of(source, root / "copy")
     notes = tapes / "common" / "notes.jsonl"
     notes.write_text('{"not": "a cassette"}\n')
     shapes = {p: _shapes(p) for p in sorted(tapes.rglob("tape-*.jsonl"))}
@@ -82,7 +96,6 @@ def test_minimize_keeps_a_subset_that_replays_every_shape(
     only = {paths[0].relative_to(tapes).as_posix() for paths in holders.values() if len(paths) == 1}
     assert len(only) == len(RARE)
 
-    monkeypatch.chdir(root)
     moved = tmp_path / "moved"
     args = ["corpus", str(tapes), "--minimize", "--move-to", str(moved), "-n", "2", "--json"]
     assert main(args) == 0
@@ -131,10 +144,9 @@ def test_minimize_keeps_a_subset_that_replays_every_shape(
 
 
 def test_the_report_says_what_the_corpus_covers_and_repeats(
-    corpus: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root, tapes = corpus
-    monkeypatch.chdir(root)
+    _, tapes = project
     assert main(["corpus", str(tapes), "--dist", "no"]) == 0
     out = capsys.readouterr().out
     every = set().union(*(_shapes(p) for p in tapes.rglob("*.jsonl")))
@@ -148,23 +160,15 @@ def test_the_report_says_what_the_corpus_covers_and_repeats(
 
 
 def test_a_failing_tape_is_reported_and_kept(
-    corpus: tuple[Path, Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    project: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root, source = corpus
-    tapes = tmp_path / "few"
-    for path in sorted(source.rglob("tape-00*.jsonl")):
-        target = tapes / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(path.read_bytes())
+    _, source = project
+    tapes = copy_of(source, tmp_path / "few", "tape-00*.jsonl")
     broken = tapes / "rare" / "tape-001.jsonl"
     # Today's code runs another command than the tape recorded (the header's config says
     # which): the replay fails.
     header, rest = broken.read_text().split("\n", 1)
     broken.write_text(header.replace('"uname"', '"hostname"') + "\n" + rest)
-    monkeypatch.chdir(root)
     moved = tmp_path / "moved"
     assert main(["corpus", str(tapes), "--minimize", "--move-to", str(moved)]) == 1
     out = capsys.readouterr().out
@@ -181,19 +185,11 @@ def test_move_to_inside_the_corpus_is_refused(
 
 
 def test_coverage_adds_the_lines_each_replay_runs(
-    corpus: tuple[Path, Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    project: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("coverage")
-    root, source = corpus
-    tapes = tmp_path / "few"
-    for path in sorted(source.rglob("tape-00*.jsonl")):
-        target = tapes / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(path.read_bytes())
-    monkeypatch.chdir(root)
+    root, source = project
+    tapes = copy_of(source, tmp_path / "few", "tape-00*.jsonl")
     assert main(["corpus", str(tapes), "--minimize", "--coverage", str(root), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     # The program's lines that the replays ran: run_shapes and the replay hook at least.
@@ -201,3 +197,18 @@ def test_coverage_adds_the_lines_each_replay_runs(
     assert len(result["keep"]) >= len(RARE)
     assert main(["corpus", str(tapes), "--coverage", str(root)]) == 0
     assert f"call shapes and {result['lines']:,} lines" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("x", "'x' is not a whole number (or 'auto')"), ("-1", "'-1' is negative")],
+)
+def test_a_bad_worker_count_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    assert main(["corpus", str(tmp_path), "-n", value]) == 2
+    assert message in capsys.readouterr().err
+    out = tmp_path / "o.jsonl"
+    assert main(["shrink", str(tmp_path / "t.jsonl"), "-o", str(out), "-j", "0"]) == 2
+    assert not out.exists()
+    assert "-j/--jobs: give 1 or more" in capsys.readouterr().err

@@ -62,12 +62,14 @@ from ._lazy import (
 )
 from ._loader import (
     damaged_line,
+    decode_header,
     is_cassette,
     line_numbers,
     load,
     load_for_replay,
     load_for_view,
     loads,
+    read_header,
 )
 from ._mapped import MappedFile
 from ._payload import (
@@ -149,6 +151,7 @@ __all__ = [
     "boundary_of",
     "check_rewritable",
     "damaged_line",
+    "decode_header",
     "digest",
     "eager",
     "encode_entry",
@@ -164,6 +167,7 @@ __all__ = [
     "loads",
     "open_private",
     "process_payloads",
+    "read_header",
     "replace_cassette",
     "request_of",
     "result_json",

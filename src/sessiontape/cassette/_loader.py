@@ -1,4 +1,5 @@
-"""Reading cassettes: the loader, the header check and the cheap ``is_cassette`` probe.
+"""Reading cassettes: the loader, the header check, the cheap ``is_cassette`` probe and
+``read_header``.
 
 :func:`load` decodes a whole file with msgspec's ``decode_lines`` while the garbage
 collector is paused; a damaged file is then read line by line to name the bad line, or
@@ -24,23 +25,26 @@ import msgspec
 
 from .._errors import CassetteError
 from ._depth import MAX_DEPTH, too_deep
-from ._entries import FORMAT_VERSION, Entry
+from ._entries import FORMAT_VERSION, Entry, SessionStart
 from ._lazy import LazyEntry, ViewEntry
 from ._mapped import MAP_AT, MappedFile
 from ._recording import Recording, SeqError
 
 __all__ = [
     "damaged_line",
+    "decode_header",
     "is_cassette",
     "line_numbers",
     "load",
     "load_for_replay",
     "load_for_view",
     "loads",
+    "read_header",
 ]
 
 _ENTRY_DECODER: Final = msgspec.json.Decoder(Entry)
 _LAZY_DECODER: Final = msgspec.json.Decoder(LazyEntry)
+_HEADER_DECODER: Final = msgspec.json.Decoder(SessionStart)
 _VIEW_DECODER: Final = msgspec.json.Decoder(ViewEntry)
 _PROBE_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 
@@ -477,3 +481,27 @@ def _is_header(first: bytes) -> bool:
     except _BAD_LINE:
         return False
     return probe.get("kind") == "session_start"
+
+
+def decode_header(first_line: bytes) -> SessionStart | None:
+    """The session header a cassette's first line holds, or ``None`` when the line is not
+    one. Never raises, for any bytes."""
+    try:
+        return _HEADER_DECODER.decode(first_line.strip())
+    except _BAD_LINE:
+        return None
+
+
+def read_header(path: str | os.PathLike[str]) -> SessionStart | None:
+    """The header of the cassette at ``path``, read from its first line alone (at most
+    1 MiB), or ``None`` when the file cannot be read or that line is not a header.
+
+    Cheap: what the pytest plugin, the replay cache and the catalog read of a tape before
+    (or instead of) loading it.
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(_PROBE_BYTES)
+    except OSError:
+        return None
+    return decode_header(first)

@@ -27,7 +27,7 @@ from typing import Any, Final, final
 import msgspec
 
 from .._time import REAL
-from ..cassette import Recording, SessionStart, is_cassette, load
+from ..cassette import Recording, is_cassette, load, read_header
 from ._common import KINDS, CommandError, plural
 from ._receipt import Receipt, ReceiptReport, marks
 from ._viewdata import (
@@ -269,23 +269,13 @@ class _Cassette:
         self.name = name
         self.path = path
         self.size = path.stat().st_size
-        self.header = _read_header(path)
+        # None when unreadable: the cassette loads (or says why not) when it is opened.
+        self.header = read_header(path)
         self.reports: list[ReceiptReport] | None = None
         if receipt is not None and self.header is not None:
             self.reports = receipt.reports_for(self.header.run_id, os.fspath(path))
         self.loaded: Loaded | None = None
         self.lock = threading.Lock()
-
-
-_HEADER: Final = msgspec.json.Decoder(SessionStart)
-
-
-def _read_header(path: Path) -> SessionStart | None:
-    try:
-        with path.open("rb") as fh:
-            return _HEADER.decode(fh.readline(1 << 20))
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None  # it loads (or says why it does not) when it is opened
 
 
 @final

@@ -40,6 +40,7 @@ __all__ = [
     "CallTree",
     "CommandError",
     "Progress",
+    "add_workers_option",
     "as_call",
     "call_duration",
     "command_name",
@@ -58,6 +59,7 @@ __all__ = [
     "seconds",
     "seq_ranges",
     "what",
+    "worker_count",
     "write_atomic",
     "write_entries",
 ]
@@ -162,6 +164,30 @@ def positive_int(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("give 1 or more")
     return value
+
+
+def worker_count(text: str) -> int:
+    """An argparse ``type=`` for worker processes as pytest-xdist's ``-n`` takes them: a
+    count (0 or more), or ``auto`` for one per core."""
+    if text == "auto":
+        return os.cpu_count() or 1
+    try:
+        return non_negative_int(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'auto')") from None
+
+
+def add_workers_option(parser: argparse.ArgumentParser, *flags: str, auto: bool) -> None:
+    """The option of the commands that replay in worker processes (``corpus -n``,
+    ``shrink -j``): all cores by default; ``auto`` also takes ``auto`` and 0."""
+    choices = ", or 'auto'" if auto else ""
+    parser.add_argument(
+        *flags,
+        type=worker_count if auto else positive_int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help=f"replay worker processes{choices} (default: all cores)",
+    )
 
 
 def seconds(text: str) -> float:

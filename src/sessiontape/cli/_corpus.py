@@ -13,6 +13,13 @@ the only tape of a shape is always kept, and lists the others; ``--move-to DIR2`
 those there (their sidecar payloads with them). Nothing is deleted, nothing is written
 over, and only files proven to be cassettes are moved. A tape whose replay fails is
 reported (exit 1) and kept.
+
+DIR may be a store URL (``s3://bucket/tapes``, ``file:///srv/tapes``, ``memory://x``): its
+tapes are read through the local cache as ``list URL`` reads them, and replayed from
+there. A store is only ever read: ``--move-to`` is refused for a URL, since moving a tape
+out of a store would delete it there (where other CI jobs may be replaying it). For a
+smaller store: ``pull URL DIR``, ``corpus DIR --minimize --move-to DIR2``, ``push DIR
+NEW_URL``.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..cassette import is_cassette, load, sidecar_dir
-from ._common import CommandError, plural, print_json
+from ._common import CommandError, add_workers_option, plural, print_json
 from ._shapes import call_shape
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
@@ -39,39 +46,27 @@ SUMMARY: Final = "what a folder of tapes covers and repeats; --minimize keeps ea
 _SHOWN: Final = 10
 
 
-def _workers(text: str) -> int:
-    """``-n auto`` or a count, as pytest-xdist takes it."""
-    if text == "auto":
-        return os.cpu_count() or 1
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither 'auto' nor a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative; give 0 or more, or 'auto'")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``corpus`` options."""
-    parser.add_argument("path", metavar="DIR", help="a folder of cassettes")
+    parser.add_argument(
+        "path",
+        metavar="DIR",
+        help="a folder of cassettes, or a store URL (s3://bucket/tapes, file:///x: read "
+        "through the local cache)",
+    )
     parser.add_argument(
         "--minimize", action="store_true", help="list the smallest set that covers everything"
     )
     parser.add_argument(
-        "--move-to", metavar="DIR2", help="with --minimize: move the other tapes to DIR2"
+        "--move-to",
+        metavar="DIR2",
+        help="with --minimize: move the other tapes to DIR2 (a local folder only; the tapes "
+        "of a store URL are never moved)",
     )
     parser.add_argument(
         "--coverage", metavar="SRC", help="also cover the lines of SRC each replay executes"
     )
-    parser.add_argument(
-        "-n",
-        "--numprocesses",
-        type=_workers,
-        default=os.cpu_count() or 1,
-        metavar="N",
-        help="replay worker processes, or 'auto' (default: all cores)",
-    )
+    add_workers_option(parser, "-n", "--numprocesses", auto=True)
     parser.add_argument(
         "--dist",
         choices=("load", "no"),
@@ -122,7 +117,7 @@ def _cover(tapes: list[_Tape]) -> list[_Tape]:
     return sorted(keep, key=lambda t: t.name)
 
 
-def _move(tapes: list[_Tape], source: Path, target: Path) -> list[str]:
+def _move(tapes: list[_Tape], target: Path) -> list[str]:
     """Move each tape (and its sidecar) under ``target``; never over an existing file."""
     moved: list[str] = []
     for tape in tapes:
@@ -148,20 +143,58 @@ def _move(tapes: list[_Tape], source: Path, target: Path) -> list[str]:
     return moved
 
 
+def _check_move_to(args: argparse.Namespace, url: bool) -> None:
+    """Refuse a ``--move-to`` that would lose or hide tapes, before anything is replayed."""
+    if args.move_to is None:
+        return
+    if not args.minimize:
+        raise CommandError("--move-to moves what --minimize leaves out; add --minimize.")
+    if url:
+        # Moving out of a store deletes there, and other CI jobs may be reading it.
+        raise CommandError(
+            f"--move-to moves tapes out of a local folder, and {args.path} is a store: "
+            "sessiontape never deletes or moves anything in a store. Leave --move-to out to "
+            "list the tapes to keep; for a smaller store, 'sessiontape pull URL DIR', "
+            "'sessiontape corpus DIR --minimize --move-to DIR2', then 'sessiontape push DIR "
+            "NEW_URL'."
+        )
+    if "://" in args.move_to:
+        raise CommandError(
+            f"--move-to {args.move_to}: give a local folder; tapes are not moved to a store."
+        )
+    root = Path(args.path).resolve()
+    target = Path(args.move_to).resolve()
+    if target == root or root in target.parents:
+        raise CommandError(
+            f"{args.move_to}: is inside {args.path}, where the moved tapes would be found "
+            "(and replayed) again; name a folder outside it."
+        )
+
+
+def _discovered(path: str, url: bool) -> tuple[list[tuple[str, Path]], str]:
+    """The corpus's tapes as ``(name, local file)``, and the path pytest is anchored at.
+
+    A store's tapes are read through the local cache, as ``list URL`` reads them (the
+    fleet layer is imported only then); the anchor is then the store's cache folder.
+    """
+    if url:
+        from ..fleet import LocalCache, TapeStore, user_cache_dir
+
+        store = TapeStore(path)
+        cache = LocalCache(user_cache_dir())
+        found = [(tape.name, cache.fetch(store, tape)) for tape in store.tapes()]
+        return found, str(cache.folder(store))
+    if not Path(path).is_dir():
+        raise CommandError(f"{path}: not a folder; name a folder of cassettes.")
+    from ._catalog import _discover as discover
+
+    return list(discover([path])), path
+
+
 def run(args: argparse.Namespace) -> int:
     """``sessiontape corpus``."""
-    root = Path(args.path)
-    if not root.is_dir():
-        raise CommandError(f"{args.path}: not a folder; name a folder of cassettes.")
-    if args.move_to is not None:
-        if not args.minimize:
-            raise CommandError("--move-to moves what --minimize leaves out; add --minimize.")
-        target = Path(args.move_to).resolve()
-        if target == root.resolve() or root.resolve() in target.parents:
-            raise CommandError(
-                f"{args.move_to}: is inside {args.path}, where the moved tapes would be found "
-                "(and replayed) again; name a folder outside it."
-            )
+    url = "://" in args.path
+    _check_move_to(args, url)
     if args.coverage is not None:
         try:
             import coverage  # noqa: F401
@@ -170,16 +203,13 @@ def run(args: argparse.Namespace) -> int:
                 "--coverage needs coverage.py: pip install 'sessiontape[coverage]'."
             ) from None
         args.coverage = os.path.abspath(args.coverage)
-    from ._catalog import _discover as discover
-
+    found, anchor = _discovered(args.path, url)
     tapes: list[_Tape] = []
-    for name, path in discover([args.path]):
+    for name, path in found:
         recording = load(path)
         shapes = {s for s in (call_shape(e) for e in recording.entries) if s is not None}
         tapes.append(_Tape(name, path, len(recording.entries), shapes))
-    for tape, verdict in zip(
-        tapes, _replayed([t.path for t in tapes], args.path, args), strict=True
-    ):
+    for tape, verdict in zip(tapes, _replayed([t.path for t in tapes], anchor, args), strict=True):
         # A tape pytest does not collect (one a `tape` fixture recorded: its test replays
         # it) is kept as it is, and covers what it holds.
         skipped = verdict.signature is not None and verdict.signature.kind == "uncollected"
@@ -188,10 +218,10 @@ def run(args: argparse.Namespace) -> int:
         tape.problem = "" if tape.passed else verdict.summary or "its replay failed"
         tape.lines = verdict.lines
         tape.features = {f"shape {s}" for s in tape.shapes} | {f"line {n}" for n in tape.lines}
-    return _report(args, root, tapes)
+    return _report(args, tapes)
 
 
-def _report(args: argparse.Namespace, root: Path, tapes: list[_Tape]) -> int:
+def _report(args: argparse.Namespace, tapes: list[_Tape]) -> int:
     shapes = Counter(s for t in tapes for s in t.shapes)
     lines = set().union(*(t.lines for t in tapes)) if tapes else set()
     keep = _cover(tapes)
@@ -200,7 +230,7 @@ def _report(args: argparse.Namespace, root: Path, tapes: list[_Tape]) -> int:
     failing = [t for t in tapes if not t.passed]
     moved: list[str] = []
     if args.minimize and args.move_to is not None:
-        moved = _move(rest, root, Path(args.move_to))
+        moved = _move(rest, Path(args.move_to))
     covered = f"{plural(len(shapes), 'call shape')}"
     if args.coverage is not None:
         covered += f" and {len(lines):,} lines"

@@ -20,7 +20,6 @@ shrunk from. The best tape so far is always at OUT (a new file renamed over it),
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import subprocess
 import sys
@@ -31,7 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..cassette import ShrunkFrom, is_cassette, load
-from ._common import CommandError, plural, positive_int, print_json, read_recording, seconds
+from ._common import (
+    CommandError,
+    add_workers_option,
+    plural,
+    print_json,
+    read_recording,
+    seconds,
+)
 
 if TYPE_CHECKING:
     # The engine loads when shrink runs, not with every other command (start-up time).
@@ -61,14 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget", type=seconds, metavar="SECONDS", help="stop after SECONDS with the best so far"
     )
-    parser.add_argument(
-        "-j",
-        "--jobs",
-        type=positive_int,
-        default=os.cpu_count() or 1,
-        metavar="N",
-        help="worker processes (default: all cores)",
-    )
+    add_workers_option(parser, "-j", "--jobs", auto=False)
     parser.add_argument(
         "--timeout",
         type=seconds,

@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import SessiontapeError, UsageError
-from ..cassette import SessionStart
+from ..cassette import decode_header
 
 __all__ = [
     "BLOBS_SUFFIX",
@@ -83,10 +81,8 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 def header_run_id(first_line: bytes) -> str | None:
     """The run id of a tape whose first line is ``first_line``, or None if it is not one."""
-    try:
-        return msgspec.json.decode(first_line.strip(), type=SessionStart).run_id
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+    header = decode_header(first_line)
+    return header.run_id if header is not None else None
 
 
 @dataclass(frozen=True)

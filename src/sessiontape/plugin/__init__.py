@@ -27,6 +27,7 @@ from ._items import (
 )
 from ._options import REPORT_PROPERTY, RecordMode, pytest_addoption
 from ._run import pytest_configure, pytest_report_header
+from ._sources import pytest_ignore_collect
 
 __all__ = [
     "REPORT_PROPERTY",
@@ -37,6 +38,7 @@ __all__ = [
     "pytest_collect_file",
     "pytest_collection_finish",
     "pytest_configure",
+    "pytest_ignore_collect",
     "pytest_report_header",
     "pytest_runtest_call",
     "pytest_runtest_makereport",

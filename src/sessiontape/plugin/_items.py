@@ -25,7 +25,7 @@ from .._errors import SessiontapeError
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import fixture_nodeid, read_header, run_settings, shown_path
 from ._run import attach_report
-from ._sources import store_nodeid
+from ._sources import is_chosen, store_nodeid
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
@@ -42,16 +42,18 @@ __all__ = [
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
-    # A cassette named on the command line is collected whatever its suffix, and even
-    # when a tape fixture recorded it (the item then says which test replays it).
-    if file_path.suffix != ".jsonl" and not parent.session.isinitpath(file_path):
+    # A cassette named on the command line (or chosen by a shard or from a store) is
+    # collected whatever its suffix, and even when a tape fixture recorded it (the item
+    # then says which test replays it).
+    named = parent.session.isinitpath(file_path) or is_chosen(parent.config, file_path)
+    if file_path.suffix != ".jsonl" and not named:
         return None
     from ..cassette import is_cassette
 
     if not is_cassette(file_path):
         return None
     header = read_header(file_path)
-    if fixture_nodeid(header) and not parent.session.isinitpath(file_path):
+    if fixture_nodeid(header) and not named:
         return None
     # A store's tape is named by its URL, not by where this machine's cache keeps it.
     nodeid = store_nodeid(parent.config, file_path)

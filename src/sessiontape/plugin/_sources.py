@@ -9,10 +9,16 @@ job downloads the tapes of its own shard and no others.
 Resolved in ``pytest_configure`` of every process: the xdist controller fills the cache
 before its workers start, and each worker (or each host of ``--tx socket=...``) finds the
 same tapes the same way, from its own cache.
+
+The chosen tapes are collected through their folders (the cache's folder of a store, the
+folder given to ``--replay``), and ``pytest_ignore_collect`` leaves out every other file
+there (other tapes, test modules): pytest collects the folder of each path argument once
+per argument, so thousands of tapes as arguments would cost time quadratic in the corpus.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -24,7 +30,15 @@ from ._options import Settings, read_header, recorded_by_fixture
 if TYPE_CHECKING:
     from ..fleet import LocalCache, RemoteTape, TapeStore
 
-__all__ = ["CACHE_GITIGNORE", "RESOLVED", "Resolved", "resolve_replay", "store_nodeid"]
+__all__ = [
+    "CACHE_GITIGNORE",
+    "RESOLVED",
+    "Resolved",
+    "is_chosen",
+    "pytest_ignore_collect",
+    "resolve_replay",
+    "store_nodeid",
+]
 
 #: Written into a cache folder sessiontape makes, so that it is never committed.
 CACHE_GITIGNORE: Final = "# Made by sessiontape: local copies of tapes from a store.\n*\n"
@@ -34,6 +48,9 @@ class _Candidate(NamedTuple):
     key: str
     run_id: str | None
     local: Path | None = None
+    #: The folder (absolute) a local tape is collected through: the ``--replay`` value,
+    #: when that is a folder.
+    root: str | None = None
     store: TapeStore | None = None
     tape: RemoteTape | None = None
 
@@ -46,6 +63,11 @@ class Resolved(NamedTuple):
     #: The local copy of each store tape -> the tape's URL: its test id, the same on
     #: every machine and in every cache (``s3://bucket/tapes/x.jsonl``).
     urls: dict[str, str]
+    #: The tapes chosen (absolute paths) under ``folders``, where every other file is
+    #: left out. Empty when the paths are collected as they are.
+    chosen: frozenset[str] = frozenset()
+    #: The folders (absolute, ending in a separator) collected for the chosen tapes.
+    folders: tuple[str, ...] = ()
 
 
 #: What ``--replay`` resolved to in this run.
@@ -56,6 +78,24 @@ def store_nodeid(config: pytest.Config, path: Path) -> str | None:
     """The test id of a cassette collected from a store's local copy, else None."""
     resolved = config.stash.get(RESOLVED, None)
     return resolved.urls.get(str(path)) if resolved is not None else None
+
+
+def is_chosen(config: pytest.Config, path: Path) -> bool:
+    """Whether ``path`` is a tape this run's shard or store chose (collected as a cassette
+    named on the command line would be)."""
+    resolved = config.stash.get(RESOLVED, None)
+    return resolved is not None and str(path) in resolved.chosen
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out every file but the chosen tapes in the folders collected for them."""
+    resolved = config.stash.get(RESOLVED, None)
+    if resolved is None or not resolved.folders:
+        return None
+    path = str(collection_path)
+    if path in resolved.chosen or not path.startswith(resolved.folders):
+        return None
+    return None if collection_path.is_dir() else True
 
 
 def resolve_replay(settings: Settings) -> Resolved:
@@ -98,8 +138,11 @@ def _resolve(settings: Settings) -> Resolved:
                 _Candidate(f"{store.url}/{t.name}", t.run_id, store=store, tape=t) for t in tapes
             ]
         elif settings.shard is not None:
+            # A folder is collected whole (less what is not chosen); a file as it is.
+            root = os.path.abspath(value) if Path(value).is_dir() else None
             candidates += [
-                _Candidate(str(file), _run_id(file), local=file) for file in _local(Path(value))
+                _Candidate(str(file), _run_id(file), local=file, root=root)
+                for file in _local(Path(value))
             ]
         else:
             direct.append(value)
@@ -117,11 +160,14 @@ def _resolve(settings: Settings) -> Resolved:
     cache = _cache(settings.cache_dir) if any(c.store for c in chosen) else None
     paths = list(direct)
     urls: dict[str, str] = {}
+    files: list[tuple[str, str]] = []  # (the folder it is collected through, the tape)
     for candidate in chosen:
         if candidate.store is not None and candidate.tape is not None and cache is not None:
-            local = str(cache.fetch(candidate.store, candidate.tape))
-            paths.append(local)
+            local = os.path.abspath(cache.fetch(candidate.store, candidate.tape))
+            files.append((os.path.abspath(cache.folder(candidate.store)), local))
             urls[local] = candidate.key
+        elif candidate.local is not None and candidate.root is not None:
+            files.append((candidate.root, os.path.abspath(candidate.local)))
         elif candidate.local is not None:
             paths.append(str(candidate.local))
     if cache is not None:
@@ -130,7 +176,14 @@ def _resolve(settings: Settings) -> Resolved:
             f"cache {settings.cache_dir}: {stats.downloaded} downloaded "
             f"({stats.downloaded_bytes:,} bytes), {stats.reused} reused"
         )
-    return Resolved(tuple(paths), tuple(header), urls)
+    roots = sorted({root for root, _ in files})
+    return Resolved(
+        tuple(paths + roots),
+        tuple(header),
+        urls,
+        frozenset(file for _, file in files),
+        tuple(os.path.join(root, "") for root in roots),
+    )
 
 
 def _local(path: Path) -> list[Path]:

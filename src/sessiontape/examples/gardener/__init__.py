@@ -11,6 +11,11 @@ cassette and replays from it::
     summary = gardener.record_scenario("run.jsonl", "/tmp/work-a", scenario="full")
     report = gardener.replay_scenario("run.jsonl", "/tmp/work-b")
     assert report.ok
+
+:func:`replay_hook` is the ``sessiontape_replay`` hook that ``pytest cassettes/`` (and
+``pytest --replay URL``) hands each gardener cassette to; a ``conftest.py`` needs only::
+
+    from sessiontape.examples.gardener import replay_hook as sessiontape_replay
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ from ._session import (
     WORK_ROOT,
     SessionResult,
     record_scenario,
+    replay_hook,
     replay_scenario,
+    run_gardener,
     run_session,
     session_config,
 )
@@ -80,7 +87,9 @@ __all__ = [
     "init_repository",
     "merge_versions",
     "record_scenario",
+    "replay_hook",
     "replay_scenario",
+    "run_gardener",
     "run_session",
     "session_config",
 ]

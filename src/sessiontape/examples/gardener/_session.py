@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from sessiontape import Mode, ReplayTape, Tape, __version__, record, replay
+from sessiontape import Mode, ProcessRunner, ReplayTape, Tape, __version__, record, replay
 
 from ._agent import ScriptedAgent, StepResult
 from ._orchestrator import Gardener, RunSummary, init_repository
-from ._scenarios import get_scenario
+from ._scenarios import Scenario, get_scenario
 from ._store import MUTATIONS, BacklogStore
 
 if TYPE_CHECKING:
-    from sessiontape import ReplayReport
+    from sessiontape import Recording, ReplayReport
 
 __all__ = [
     "DEFAULT_SCENARIO",
@@ -33,7 +35,9 @@ __all__ = [
     "WORK_ROOT",
     "SessionResult",
     "record_scenario",
+    "replay_hook",
     "replay_scenario",
+    "run_gardener",
     "run_session",
     "session_config",
 ]
@@ -97,17 +101,40 @@ def run_session(
         defaults = _recorded_config(tape)
     spec = get_scenario(scenario if scenario is not None else str(defaults["scenario"]))
     count = workers if workers is not None else int(defaults["workers"])
+    summary = run_gardener(tape, workdir, spec, count)
+    report = tape.finish(outcome=dataclasses.asdict(summary))
+    return SessionResult(summary, report)
+
+
+def run_gardener(
+    tape: Tape,
+    workdir: str | os.PathLike[str],
+    spec: Scenario,
+    workers: int,
+    *,
+    runner: ProcessRunner | None = None,
+) -> RunSummary:
+    """Run ``spec`` on ``workers`` workers with every boundary taken from ``tape``, and
+    return the summary; the tape is not finished (the caller says what the outcome is).
+
+    The part of :func:`run_session` a variant of the gardener reuses: ``spec`` may be a
+    :class:`Scenario` of its own, and ``runner`` (default: ``tape.process_runner()``) a
+    wrapper around the tape's runner that changes what the gardener runs.
+    """
     # Absolute (not resolved: the tape's roots name the directory as the caller does).
     work = Path(os.path.abspath(workdir))
     work.mkdir(parents=True, exist_ok=True)
     db_path = work / "backlog.db"
 
-    runner = tape.process_runner()
+    if runner is None:
+        runner = tape.process_runner()
     # Repository set-up goes through the runner too: on replay it is served from the tape
     # like every other git call, and the worktree paths the workers use line up.
     init_repository(runner, work / "repo", spec.files)
     live = (
-        BacklogStore.create(db_path, spec.backlog(count)) if tape.mode is not Mode.REPLAY else None
+        BacklogStore.create(db_path, spec.backlog(workers))
+        if tape.mode is not Mode.REPLAY
+        else None
     )
     store = tape.store(
         live,
@@ -123,14 +150,12 @@ def run_session(
         store=store,
         clock=tape.clock,
         workdir=work,
-        workers=count,
+        workers=workers,
     )
     try:
-        summary = gardener.run()
+        return gardener.run()
     finally:
         store.close()
-    report = tape.finish(outcome=dataclasses.asdict(summary))
-    return SessionResult(summary, report)
 
 
 def record_scenario(
@@ -174,3 +199,29 @@ def replay_scenario(
     if tape.report is None:  # pragma: no cover - close() always builds the report
         raise RuntimeError(f"replaying {os.fspath(cassette)!r} produced no report")
     return tape.report
+
+
+def replay_hook(tape: ReplayTape, recording: Recording) -> bool | None:
+    """A ``sessiontape_replay`` hook for gardener cassettes; ``None`` for any other.
+
+    Replays the cassette in a fresh temporary work directory (named as the ``{work}``
+    root, removed afterwards), so ``pytest cassettes/`` needs nothing but this in
+    ``conftest.py``::
+
+        from sessiontape.examples.gardener import replay_hook as sessiontape_replay
+
+    A project with cassettes of its own calls it first and handles what it declines::
+
+        def sessiontape_replay(tape, recording):
+            handled = replay_hook(tape, recording)
+            return my_app(tape) if handled is None else handled
+    """
+    if recording.header.entrypoint != ENTRYPOINT:
+        return None
+    workdir = Path(tempfile.mkdtemp(prefix="gardener-replay-"))
+    try:
+        tape.set_roots({WORK_ROOT: str(workdir)})
+        run_session(tape, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return True
