@@ -51,6 +51,8 @@ from .cassette import (
     loads,
 )
 from .replayer import FakeClock, Noise, register_type, unregister_type
+from .replayer import Schedule as Schedule
+from .report import ChaosResult as ChaosResult
 from .report import FieldDiff, Mismatch, MismatchKind, ReplayMismatch, ReplayReport
 from .scrub import PathRoots, Scrubber
 from .tape import Mode, ReplayTape, Tape
@@ -65,6 +67,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CassetteError",
+    "ChaosResult",
     "Chunk",
     "Clock",
     "Entry",
@@ -89,6 +92,7 @@ __all__ = [
     "ReplayReport",
     "ReplayTape",
     "ReplayedError",
+    "Schedule",
     "Scrubber",
     "SessionEnd",
     "SessionStart",

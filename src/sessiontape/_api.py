@@ -15,7 +15,14 @@ from typing import Any, Final
 from . import _hooks
 from .cassette import DEFAULT_MAX_INLINE_BYTES, Level, Recording, load_for_replay
 from .recorder import IfExists, Recorder
-from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
+from .replayer import (
+    DEFAULT_LOOKAHEAD,
+    DEFAULT_ORDER_TIMEOUT,
+    ChaosEngine,
+    Noise,
+    ReplayEngine,
+    Schedule,
+)
 from .scrub import PathRoots
 from .tape import DisabledTape, RecordTape, ReplayTape, Tape
 
@@ -74,6 +81,7 @@ def replay(
     patch_time: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
     order_timeout: float = DEFAULT_ORDER_TIMEOUT,
+    schedule: Schedule | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -84,9 +92,16 @@ def replay(
     :class:`Noise` with regex substitutions). ``roots`` names today's directories for the
     recorded path placeholders. With ``patch_time`` (the default), entering the tape
     makes ``time.sleep`` instant and wall-clock reads virtual.
+
+    With a :class:`Schedule`, the replay is a chaos schedule: the application's threads
+    run one at a time between boundary calls, interleaved as the schedule's seed decides,
+    each call answered by the recorded call that asked the same. The tape then never
+    raises on a divergence; ``tape.chaos`` (after the ``with`` block) says whether the
+    schedule passed, failed (and how) or was inadmissible.
     """
     recording = source if isinstance(source, Recording) else load_for_replay(source)
-    engine = ReplayEngine(
+    options: dict[str, Any] = {} if schedule is None else {"schedule": schedule}
+    engine = (ReplayEngine if schedule is None else ChaosEngine)(
         recording,
         strict=strict,
         noise=Noise.coerce(noise) | _hooks.noise(),
@@ -95,8 +110,13 @@ def replay(
         scrubbers=_hooks.scrub_functions(),
         lookahead=lookahead,
         order_timeout=order_timeout,
+        **options,
     )
-    return ReplayTape(engine, patch_time=patch_time)
+    tape = ReplayTape(engine, patch_time=patch_time)
+    check = _hooks.invariant_hook(tape)
+    if check is not None:
+        tape.invariant(check)
+    return tape
 
 
 def add_record_argument(parser: argparse.ArgumentParser, *, flag: str = "--record-session") -> None:

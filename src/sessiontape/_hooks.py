@@ -23,6 +23,7 @@ __all__ = [
     "custom_matcher",
     "get_plugin_manager",
     "hookimpl",
+    "invariant_hook",
     "noise",
     "register",
     "scrub_functions",
@@ -117,3 +118,16 @@ def custom_matcher() -> Matcher | None:
         return result
 
     return match
+
+
+def invariant_hook(tape: Any) -> Callable[[], Any] | None:
+    """The ``sessiontape_invariant`` hook bound to ``tape`` and its replayed stores, or
+    ``None`` when nothing implements it (then nothing is checked)."""
+    hook = get_plugin_manager().hook.sessiontape_invariant
+    if not hook.get_hookimpls():
+        return None
+
+    def sessiontape_invariant() -> Any:
+        return hook(tape=tape, stores=tape.stores)
+
+    return sessiontape_invariant

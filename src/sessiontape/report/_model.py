@@ -36,6 +36,8 @@ class MismatchKind(str, enum.Enum):
     ORDER_MISMATCH = "order_mismatch"
     #: An exception ended a worker thread of the application during replay.
     APPLICATION_ERROR = "application_error"
+    #: A declared invariant (``tape.invariant``, ``sessiontape_invariant``) was violated.
+    INVARIANT_VIOLATED = "invariant_violated"
 
 
 class FieldDiff(msgspec.Struct, frozen=True):
