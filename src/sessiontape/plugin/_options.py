@@ -19,6 +19,7 @@ import pytest
 from .._errors import SessiontapeError
 from ..cassette import SessionStart, is_cassette
 from ..replayer import Noise
+from ._chaos import add_chaos_options
 
 __all__ = [
     "MARKER",
@@ -173,6 +174,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the JSON report of every replayed cassette to PATH.",
     )
+    add_chaos_options(group)
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",

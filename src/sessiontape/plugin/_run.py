@@ -18,6 +18,7 @@ import pytest
 from .. import _hooks
 from ..cassette import is_cassette, write_private_file
 from ..report import ReplayReport
+from ._chaos import configure_chaos
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
@@ -49,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args = [*config.args, *settings.replay]
         else:
             config.args = list(settings.replay)
+    configure_chaos(config)
     run = _RunPlugin(config, settings)
     # A cleanup runs even when configuring fails later (a conftest with a bad hook
     # signature): the outer run's hooks must come back whatever happens here.
@@ -167,8 +169,14 @@ class _RunPlugin:
             self.config.pluginmanager.unregister(self)
 
 
-def attach_report(item: pytest.Item, report: ReplayReport) -> None:
-    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist)."""
+def attach_report(
+    item: pytest.Item, report: ReplayReport, *, chaos: dict[str, Any] | None = None
+) -> None:
+    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist);
+    a chaos schedule's result goes with it as ``chaos``."""
     if run_settings(item.config).report is None:
         return
-    item.user_properties.append((REPORT_PROPERTY, {"nodeid": item.nodeid, **report.to_dict()}))
+    receipt = {"nodeid": item.nodeid, **report.to_dict()}
+    if chaos is not None:
+        receipt["chaos"] = chaos
+    item.user_properties.append((REPORT_PROPERTY, receipt))

@@ -24,6 +24,7 @@ import shlex
 import threading
 from collections import deque
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from .._context import worker_var
@@ -50,6 +51,7 @@ from ..report import (
     summarize_value,
 )
 from ._align import Normalize
+from ._chaos_save import save_schedule
 from ._clock import FakeClock
 from ._engine import UNSET, ReplayEngine
 from ._invariants import Invariant, violation
@@ -188,8 +190,8 @@ class ChaosEngine(ReplayEngine):
             ),
         )
 
-    def _thread_died(self, exc: BaseException) -> None:
-        self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker_var.get())
+    def _thread_died(self, exc: BaseException, worker: str) -> None:
+        self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker)
 
     def _exception_text(self, exc: BaseException) -> str:
         # Scrubbed: the message may name today's temporary directories.
@@ -322,12 +324,9 @@ class ChaosEngine(ReplayEngine):
             if actual is None:
                 actual = _recorded_answer(entry if entry is not None else self._tokens[name])
             self.answers[order - 1] = (seq_, request, actual)
-        self._check(f"after call #{len(self.calls)}")
-
-    def _check(self, where: str) -> None:
         message = violation(self._chaos_invariants)
         if message is not None:
-            self._fail(FailureKind.INVARIANT, f"{message} ({where})", worker_var.get())
+            self._fail(FailureKind.INVARIANT, message, worker_var.get())
             raise ScheduleStopped
 
     def add_invariant(self, check: Invariant) -> None:
@@ -336,6 +335,16 @@ class ChaosEngine(ReplayEngine):
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         if not isinstance(exc, ScheduleStopped):
             self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker_var.get())
+
+    def token_for(self, boundary: str) -> CallEntry:
+        """The recorded call standing in for ``boundary``'s calls with no recorded twin."""
+        return self._tokens[boundary]
+
+    def save(self, target: Path) -> Path:
+        """Write the schedule as it ran to the cassette ``target`` (see ``_chaos_save``)."""
+        return save_schedule(
+            str(self.recording.path), self.calls, self.answers, self.token_for, target
+        )
 
     # -- ending -----------------------------------------------------------------------
 
@@ -348,7 +357,7 @@ class ChaosEngine(ReplayEngine):
         if self._chaos_invariants:
             message = violation(self._chaos_invariants)
             if message is not None:
-                self._fail(FailureKind.INVARIANT, f"{message} (at the end)", None)
+                self._fail(FailureKind.INVARIANT, f"at the end: {message}", None)
         report = super().finish(outcome)
         for mismatch in report.ordered_mismatches():
             kind = _FAILING.get(mismatch.kind)

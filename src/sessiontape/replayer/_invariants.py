@@ -33,6 +33,8 @@ def violation(checks: Iterable[Invariant]) -> str | None:
             result = check()
         except AssertionError as exc:
             return str(exc) or f"the invariant {_name(check)} failed an assertion"
+        except Exception as exc:
+            return f"the invariant {_name(check)} raised {type(exc).__qualname__}: {exc}"
         if result is None or result is True:
             continue
         if result is False:

@@ -99,6 +99,9 @@ class Waiter(Protocol):
     sleeping: bool
     #: PCT's priority (higher runs first).
     priority: float
+    #: For the thread that took the last step: how many steps in a row, its own
+    #: included, ended in a sleep.
+    streak: int
 
 
 W = TypeVar("W", bound=Waiter)
@@ -118,7 +121,7 @@ class _Base:
 
 class _Random(_Base):
     def pick(self, waiting: Sequence[W], step: int, last: W | None) -> W:
-        return self.rng.choice(_awake(waiting))
+        return self.rng.choice(_eligible(waiting, last))
 
 
 class _Pct(_Base):
@@ -141,15 +144,27 @@ class _Pct(_Base):
         drop = self.changes.get(step)
         if drop is not None and last is not None:
             last.priority = drop
-        return max(_awake(waiting), key=lambda w: (w.priority, -w.order))
+        return max(_eligible(waiting, last), key=lambda w: (w.priority, -w.order))
 
 
-def _awake(waiting: Sequence[W]) -> Sequence[W]:
-    """The threads not sleeping, or all when every one sleeps: a sleep yields to others
-    (a lock polled in a sleep loop would otherwise be polled for ever by a thread of
-    high priority while the one holding it never runs)."""
-    awake = [w for w in waiting if not w.sleeping]
-    return awake or waiting
+#: After this many steps in a row taken by threads that went back to sleep, a thread that
+#: is not sleeping runs next (if one waits).
+SLEEP_STREAK: Final = 8
+
+
+def _eligible(waiting: Sequence[W], last: W | None) -> Sequence[W]:
+    """The threads the strategy may pick. A thread that just slept yields the next step
+    to the others; and after :data:`SLEEP_STREAK` sleeps in a row, a thread that is not
+    sleeping goes first. Otherwise sleepers compete like everyone (a timeout may fire
+    at any point). Without this, threads polling a lock in a sleep loop could take
+    every step while the thread holding the lock never runs."""
+    if last is not None and last.streak >= SLEEP_STREAK:
+        awake = [w for w in waiting if not w.sleeping]
+        if awake:
+            return awake
+    if last is not None and last.sleeping and len(waiting) > 1:
+        return [w for w in waiting if w is not last]
+    return waiting
 
 
 def make_strategy(schedule: Schedule, steps: int) -> _Base:

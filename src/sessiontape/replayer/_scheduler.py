@@ -42,7 +42,7 @@ class ScheduleStopped(BaseException):
 class _Thread:
     """One scheduled thread."""
 
-    __slots__ = ("ended", "joiners", "order", "priority", "sleeping", "wake", "worker")
+    __slots__ = ("ended", "joiners", "order", "priority", "sleeping", "streak", "wake", "worker")
 
     def __init__(self, order: int, lock: threading.Lock) -> None:
         self.order = order
@@ -50,6 +50,7 @@ class _Thread:
         #: that gets the baton.
         self.wake = threading.Condition(lock)
         self.sleeping = False
+        self.streak = 0
         self.priority = 0.0
         self.worker = "?"
         self.ended = False
@@ -62,10 +63,10 @@ class Scheduler:
 
     ``steps`` estimates how many scheduling decisions a run takes (PCT places its change
     points among them); ``max_steps`` bounds them (past it, no progress is assumed).
-    ``on_error(exc)`` is called in a scheduled thread that an exception ends, while it
-    still holds the baton. ``on_stall(message)`` is called once (with the scheduler's
-    lock held) when the schedule must stop because a thread never reached its next
-    scheduling point.
+    ``on_error(exc, worker)`` is called in a scheduled thread that an exception ends,
+    while it still holds the baton (``worker``: its last ambient worker id).
+    ``on_stall(message)`` is called once (with the scheduler's lock held) when the
+    schedule must stop because a thread never reached its next scheduling point.
     """
 
     def __init__(
@@ -75,7 +76,7 @@ class Scheduler:
         steps: int,
         max_steps: int,
         on_stall: Callable[[str], None],
-        on_error: Callable[[BaseException], None],
+        on_error: Callable[[BaseException, str], None],
     ) -> None:
         self.schedule = schedule
         self._strategy = make_strategy(schedule, steps)
@@ -92,6 +93,8 @@ class Scheduler:
         self._last: _Thread | None = None
         self._pending = 0
         self._started = 0
+        #: Steps in a row that ended in a sleep.
+        self._sleeps = 0
         #: Scheduling decisions made so far.
         self.steps = 0
         #: Threads the scheduler has run (the one that entered the tape included).
@@ -149,6 +152,8 @@ class Scheduler:
             if self._running is me:
                 self._running = None
             me.sleeping = sleeping
+            self._sleeps = self._sleeps + 1 if sleeping else 0
+            me.streak = self._sleeps
             self._waiting.append(me)
             self._dispatch_locked()
             self._wait_locked(me)
@@ -237,7 +242,7 @@ class Scheduler:
                 except BaseException as exc:
                     # Reported while it still holds the baton: where it died is part of
                     # the schedule, not of how fast the others were.
-                    scheduler._on_error(exc)
+                    scheduler._on_error(exc, me.worker)
                     raise
                 finally:
                     scheduler._end(me)

@@ -9,12 +9,15 @@ entered.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from .._context import derived_workers
+from .._errors import UsageError
 from ..boundaries import (
     AsyncProcessRunner,
     AsyncReplayRunner,
@@ -109,6 +112,15 @@ class ReplayTape(Tape):
         """Under a schedule, what became of it (once the tape is closed); else ``None``."""
         engine = self._engine
         return engine.result if isinstance(engine, ChaosEngine) else None
+
+    def save_chaos(self, target: str | os.PathLike[str]) -> Path:
+        """Write the chaos schedule this replay ran as a cassette of its own at
+        ``target``: the calls in the order they ran, answered as the original answered
+        them; it replays in plain mode and fails the same way."""
+        engine = self._engine
+        if not isinstance(engine, ChaosEngine):
+            raise UsageError("save_chaos() needs a replay under a schedule (schedule=...).")
+        return engine.save(Path(target))
 
     def invariant(self, check: Invariant) -> Invariant:
         """Declare an invariant of the application's state: checked after every
