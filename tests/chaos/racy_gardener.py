@@ -107,9 +107,7 @@ class RacyBacklog(BacklogStore):
 class RacyGardener(Gardener):
     """The gardener with the gaps of :data:`RACES`; those named in ``closed`` are locked."""
 
-    def __init__(
-        self, *, closed: Iterable[str], reap_after: float | None, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, closed: Iterable[str], reap_after: float | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.closed = frozenset(closed)
         self.reap_after = reap_after
@@ -270,6 +268,10 @@ def replay(
     tape = sessiontape.replay(cassette, roots={WORK_ROOT: os.fspath(workdir)}, schedule=schedule)
     reaper = bool(tape.recording.header.config["reaper"])
     with tape:
-        run(tape, workdir, closed=set(RACES) - {open_race}, reap_after=REAP_AFTER if reaper else None)
+        run(
+            tape,
+            workdir,
+            closed=() if open_race == "all" else set(RACES) - {open_race},
+            reap_after=REAP_AFTER if reaper else None,
+        )
     return tape
-

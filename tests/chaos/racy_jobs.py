@@ -10,7 +10,6 @@ of the done-counter, and a reaper's timeout racing a job's completion.
 
 from __future__ import annotations
 
-
 import subprocess
 import threading
 import time
@@ -64,7 +63,9 @@ class Board:
 
     def next_pending(self) -> str | None:
         with self._lock:
-            return next((n for n, j in sorted(self._jobs.items()) if j["status"] == "pending"), None)
+            return next(
+                (n for n, j in sorted(self._jobs.items()) if j["status"] == "pending"), None
+            )
 
     def take(self, name: str, worker: str) -> str:
         with self._lock:
@@ -190,8 +191,5 @@ def replay(
     tape = sessiontape.replay(cassette, schedule=schedule)
     reaper = bool(tape.recording.header.config["reaper"])
     with tape:
-        run(tape, closed=set(RACES) - {open_race}, reaper=reaper)
+        run(tape, closed=() if open_race == "all" else set(RACES) - {open_race}, reaper=reaper)
     return tape
-
-
-

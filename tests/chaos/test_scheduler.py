@@ -53,9 +53,7 @@ def test_the_corpus_has_no_race_in_a_few_schedules(
     corpus: Path, tmp_path: Path, cassette: str, strategy: str
 ) -> None:
     for seed in range(5):
-        result = replay_gardener(
-            corpus / cassette, tmp_path / str(seed), Schedule(seed, strategy)
-        )
+        result = replay_gardener(corpus / cassette, tmp_path / str(seed), Schedule(seed, strategy))
         assert result.verdict.value == "passed", result.render()
         assert result.threads == 4  # the test's thread and three workers
         assert result.steps >= len(result.calls)

@@ -362,7 +362,14 @@ class ChaosEngine(ReplayEngine):
         for mismatch in report.ordered_mismatches():
             kind = _FAILING.get(mismatch.kind)
             if kind is not None and mismatch.kind is not MismatchKind.INVARIANT_VIOLATED:
-                self._fail(kind, self.scrubber.text(mismatch.message), None)
+                message = mismatch.message.rstrip(".")
+                if mismatch.diffs:
+                    message += ": " + "; ".join(
+                        f"{d.path or 'outcome'} recorded {summarize_value(d.expected, 40)}, "
+                        f"now {summarize_value(d.actual, 40)}"
+                        for d in mismatch.diffs[:3]
+                    )
+                self._fail(kind, self.scrubber.text(message), None)
                 break
         return report
 
