@@ -118,6 +118,9 @@ class _Base:
     def pick(self, waiting: Sequence[W], step: int, last: W | None) -> W:
         raise NotImplementedError
 
+    def alone(self, waiter: Waiter, step: int) -> None:
+        """Step ``step`` goes to ``waiter``, the only thread that can run."""
+
 
 class _Random(_Base):
     def pick(self, waiting: Sequence[W], step: int, last: W | None) -> W:
@@ -139,6 +142,11 @@ class _Pct(_Base):
 
     def admit(self, waiter: Waiter) -> None:
         waiter.priority = self.depth + self.rng.random()
+
+    def alone(self, waiter: Waiter, step: int) -> None:
+        drop = self.changes.get(step)
+        if drop is not None:
+            waiter.priority = drop
 
     def pick(self, waiting: Sequence[W], step: int, last: W | None) -> W:
         drop = self.changes.get(step)

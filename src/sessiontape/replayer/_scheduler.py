@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from .._context import worker_var
+from .._context import starting_internal, worker_var
 from .._time import REAL
 from ._schedule import Schedule, make_strategy
 
@@ -154,6 +154,14 @@ class Scheduler:
             me.sleeping = sleeping
             self._sleeps = self._sleeps + 1 if sleeping else 0
             me.streak = self._sleeps
+            if not self._waiting and not self._pending and self._running is None:
+                # Alone: it goes on, and the step still counts (PCT's change points).
+                self.steps += 1
+                self._strategy.alone(me, self.steps)
+                me.sleeping = False
+                self._running = self._last = me
+                self._progress = REAL.monotonic()
+                return
             self._waiting.append(me)
             self._dispatch_locked()
             self._wait_locked(me)
@@ -224,7 +232,11 @@ class Scheduler:
         current = threading.Thread.start
 
         def start(thread: threading.Thread) -> None:
-            if scheduler.stopped or getattr(thread, "_sessiontape_internal", False):
+            if (
+                scheduler.stopped
+                or starting_internal()
+                or getattr(thread, "_sessiontape_internal", False)
+            ):
                 current(thread)
                 return
             with scheduler._cond:
