@@ -20,7 +20,6 @@ invariants are checked after each of them.
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -90,6 +89,9 @@ class ScheduledClock(FakeClock):
         self._scheduler.point(sleeping=True)
 
 
+_NO_REQUEST: Final[Mapping[str, Any]] = {}
+
+
 def _is_verify(entry: CallEntry) -> bool:
     if isinstance(entry, StoreMutation):
         return True
@@ -102,7 +104,8 @@ def _what(entry: CallEntry | None, request: Mapping[str, Any], boundary: str) ->
     if entry is not None:
         request = request_of(entry)
     if boundary == BOUNDARY_PROCESS:
-        text = shlex.join(str(a) for a in request.get("argv") or ())
+        # Joined plainly (shlex's quoting costs more than the rest of a schedule's report).
+        text = " ".join(str(a) for a in request.get("argv") or ())
     else:
         args = [summarize_value(a, 30) for a in request.get("args") or ()]
         args += [f"{k}={summarize_value(v, 30)}" for k, v in (request.get("kwargs") or {}).items()]
@@ -141,14 +144,15 @@ class ChaosEngine(ReplayEngine):
             on_stall=self._stalled,
             on_error=self._thread_died,
         )
+        self._point = self.scheduler.point
         header = recording.header
         self.clock = ScheduledClock(header.ts_ns, header.mono_ns, self.scheduler)
         self._chaos_invariants: list[Invariant] = []
-        #: The calls in the order they ran (worker, boundary, entry, request), and for
-        #: each what a saved schedule needs: (recorded seq or None, the verify call's
-        #: normalised request, its real result).
-        self.calls: list[tuple[str, str, CallEntry | None, Mapping[str, Any]]] = []
-        self.answers: list[tuple[int | None, Mapping[str, Any] | None, Any]] = []
+        #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
+        #: request), and by order for each verify call what a saved schedule needs:
+        #: (recorded seq or None, its normalised request, its real result).
+        self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
+        self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
         self._open: dict[int, tuple[int, CallEntry | None]] = {}
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
@@ -210,7 +214,7 @@ class ChaosEngine(ReplayEngine):
     # -- scheduling points: the boundary-facing methods ----------------------------------
 
     def queue(self, boundary: str) -> deque[CallEntry] | None:
-        self.scheduler.point()
+        self._point()
         if boundary in self._verify_boundaries:
             return None  # verify calls are not held to a queue: see take()
         return self._index.queues.get((boundary, worker_var.get()))
@@ -219,23 +223,27 @@ class ChaosEngine(ReplayEngine):
         queue = self.queue(boundary)
         return queue[0] if queue else None
 
-    def _trace(self, entry: CallEntry | None, boundary: str, request: Mapping[str, Any]) -> int:
+    def _trace(
+        self, entry: CallEntry | None, boundary: str | None, request: Mapping[str, Any]
+    ) -> int:
         """Note a call as it runs (described only when the result is built)."""
         self.calls.append((worker_var.get(), boundary, entry, request))
-        self.answers.append((entry.seq if entry is not None else None, None, None))
         return len(self.calls)
+
+    # A call answered by a recorded entry is described by that entry when the result is
+    # built: nothing of the request is kept.
 
     def took(self, entry: CallEntry) -> None:
         super().took(entry)
-        self._trace(entry, _boundary(entry), request_of(entry))
+        self._trace(entry, None, _NO_REQUEST)
 
     def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
         super().serve_head(queue, head)
-        self._trace(head, _boundary(head), request_of(head))
+        self.calls.append((worker_var.get(), None, head, _NO_REQUEST))
 
     def take_head(self, boundary: str) -> CallEntry:
         head = super().take_head(boundary)
-        self._trace(head, boundary, request_of(head))
+        self._trace(head, boundary, _NO_REQUEST)
         return head
 
     def take(
@@ -246,13 +254,13 @@ class ChaosEngine(ReplayEngine):
             actual = normalize(actual, None)
         if boundary in self._verify_boundaries:
             order = self._trace(entry, boundary, actual)
-            self.answers[-1] = (entry.seq if entry is not None else None, actual, None)
+            self.answers[order] = (entry.seq if entry is not None else None, actual, None)
             self._open[threading.get_ident()] = (order, entry)
             return entry if entry is not None else self._tokens[boundary]
         if entry is None:
             raise self._inadmissible(boundary, actual)
         self._outcome.position[worker_var.get()] = entry.seq
-        self._trace(entry, boundary, actual)
+        self._trace(entry, boundary, _NO_REQUEST)
         return entry
 
     def _find(
@@ -308,8 +316,8 @@ class ChaosEngine(ReplayEngine):
             # what a saved schedule records.
             opened = self._open.get(threading.get_ident())
             if opened is not None:
-                seq, request, _ = self.answers[opened[0] - 1]
-                self.answers[opened[0] - 1] = (seq, request, fields.get("actual"))
+                seq, request, _ = self.answers[opened[0]]
+                self.answers[opened[0]] = (seq, request, fields.get("actual"))
             return
         super().mismatch(kind, **fields)
 
@@ -320,10 +328,10 @@ class ChaosEngine(ReplayEngine):
         opened = self._open.pop(threading.get_ident(), None)
         if opened is not None:
             order, entry = opened
-            seq_, request, actual = self.answers[order - 1]
+            seq_, request, actual = self.answers[order]
             if actual is None:
                 actual = _recorded_answer(entry if entry is not None else self._tokens[name])
-            self.answers[order - 1] = (seq_, request, actual)
+            self.answers[order] = (seq_, request, actual)
         message = violation(self._chaos_invariants)
         if message is not None:
             self._fail(FailureKind.INVARIANT, message, worker_var.get())
@@ -407,17 +415,17 @@ class ChaosEngine(ReplayEngine):
                 ChaosCall(
                     order=order,
                     worker=worker,
-                    boundary=boundary,
+                    boundary=boundary or _boundary(entry),
                     seq=entry.seq if entry is not None else None,
-                    call=_what(entry, request, boundary),
+                    call=_what(entry, request, boundary or _boundary(entry)),
                 )
                 for order, (worker, boundary, entry, request) in enumerate(self.calls, 1)
             ],
         )
 
 
-def _boundary(entry: CallEntry) -> str:
-    return boundary_of(entry) or "?"
+def _boundary(entry: CallEntry | None) -> str:
+    return (boundary_of(entry) if entry is not None else None) or "?"
 
 
 def _recorded_answer(entry: CallEntry) -> Any:

@@ -48,14 +48,15 @@ def _with_answer(entry: dict[str, Any], answer: Any) -> dict[str, Any]:
 
 def save_schedule(
     source: str,
-    ran: Sequence[tuple[str, str, CallEntry | None, Mapping[str, Any]]],
-    answers: Sequence[tuple[int | None, Mapping[str, Any] | None, Any]],
+    ran: Sequence[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+    answers: Mapping[int, tuple[int | None, Mapping[str, Any] | None, Any]],
     token_for: Callable[[str], CallEntry],
     target: Path,
 ) -> Path:
     """Write a schedule that ran on the tape ``source`` to the cassette ``target``.
 
-    ``ran`` and ``answers`` are the chaos engine's record of the calls as they ran;
+    ``ran`` and ``answers`` are the chaos engine's record of the calls as they ran
+    (``answers`` by order, for the verify calls);
     ``token_for(boundary)`` the entry standing in for a verify call with no recorded twin.
 
     ``target`` is replaced only if it is a cassette already (a schedule saved before);
@@ -78,11 +79,13 @@ def save_schedule(
         else:
             others.append((count if line.get("kind") != "session_end" else 1 << 62, line))
     calls: list[dict[str, Any]] = []
-    for (worker, boundary, entry, _), (seq, request, answer) in zip(ran, answers, strict=True):
-        if entry is not None and seq is not None:
-            line = dict(by_seq[seq])
+    for order, (worker, boundary, entry, _) in enumerate(ran, 1):
+        _, request, answer = answers.get(order, (None, None, None))
+        if entry is not None:
+            line = dict(by_seq[entry.seq])
         else:
             # A verify call with no recorded twin: the stand-in entry, with today's request.
+            assert boundary is not None
             token = by_seq[token_for(boundary).seq]
             line = dict(token)
             assert request is not None

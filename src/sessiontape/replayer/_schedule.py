@@ -108,8 +108,15 @@ W = TypeVar("W", bound=Waiter)
 
 
 class _Base:
+    #: Whether a pick stands until the threads waiting or the priorities change.
+    sticky = False
+
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+
+    def changes_at(self, step: int) -> bool:
+        """Whether the strategy changes something at ``step`` (PCT's change points)."""
+        return False
 
     def admit(self, waiter: Waiter) -> None:
         """Give a newly registered thread its priority."""
@@ -133,6 +140,8 @@ class _Pct(_Base):
     estimated ``steps``, the thread that just ran drops to a priority below all initial
     ones; the waiting thread of highest priority always runs."""
 
+    sticky = True
+
     def __init__(self, rng: random.Random, depth: int, steps: int) -> None:
         super().__init__(rng)
         self.depth = depth
@@ -142,6 +151,9 @@ class _Pct(_Base):
 
     def admit(self, waiter: Waiter) -> None:
         waiter.priority = self.depth + self.rng.random()
+
+    def changes_at(self, step: int) -> bool:
+        return step in self.changes
 
     def alone(self, waiter: Waiter, step: int) -> None:
         drop = self.changes.get(step)

@@ -95,6 +95,8 @@ class Scheduler:
         self._started = 0
         #: Steps in a row that ended in a sleep.
         self._sleeps = 0
+        #: Whether the last pick still stands for the thread it chose (see point()).
+        self._settled = False
         #: Scheduling decisions made so far.
         self.steps = 0
         #: Threads the scheduler has run (the one that entered the tape included).
@@ -149,6 +151,18 @@ class Scheduler:
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
+            if (
+                self._settled
+                and not sleeping
+                and self._running is me
+                and not self._strategy.changes_at(self.steps + 1)
+            ):
+                # Nothing the last pick looked at has changed: the strategy would pick
+                # this thread again (PCT), so the step is taken without asking it.
+                self.steps += 1
+                self._sleeps = me.streak = 0
+                return
+            self._settled = False
             if self._running is me:
                 self._running = None
             me.sleeping = sleeping
@@ -179,10 +193,15 @@ class Scheduler:
             return
         chosen = self._strategy.pick(self._waiting, self.steps, self._last)
         self._waiting.remove(chosen)
+        # Until a thread arrives, wakes or a change point comes, PCT picks the same.
+        self._settled = self._strategy.sticky and chosen is self._by_ident.get(
+            threading.get_ident()
+        )
         chosen.sleeping = False
         self._running = self._last = chosen
         self._progress = REAL.monotonic()
-        chosen.wake.notify()
+        if chosen is not self._by_ident.get(threading.get_ident()):
+            chosen.wake.notify()
 
     def _wait_locked(self, me: _Thread) -> None:
         """Wait until ``me`` holds the baton; past the stall limit, stop the schedule."""
@@ -242,6 +261,7 @@ class Scheduler:
             with scheduler._cond:
                 me = scheduler._new_thread()
                 scheduler._pending += 1
+                scheduler._settled = False
             thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
             run = thread.run
 
@@ -275,6 +295,7 @@ class Scheduler:
         with self._cond:
             self._by_ident[threading.get_ident()] = me
             self._pending -= 1
+            self._settled = False
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
@@ -293,6 +314,7 @@ class Scheduler:
             self._waiting.remove(me)
         # Its joiners wake up now: expected back before the next pick.
         self._pending += len(me.joiners)
+        self._settled = False
         if self._running is me:
             self._running = None
         self._dispatch_locked()
@@ -329,6 +351,7 @@ class Scheduler:
                     if scheduler.stopped:
                         raise ScheduleStopped
                     me.worker = worker_var.get()
+                    scheduler._settled = False
                     scheduler._waiting.append(me)
                     scheduler._dispatch_locked()
                     scheduler._wait_locked(me)
