@@ -1,6 +1,8 @@
 """Chaos replay: what one schedule costs against a plain replay of the same tape.
 
-Run alone (the full suite does not run it): ``python bench/cases/chaos.py``.
+Run alone (the full suite does not run it): ``python bench/cases/chaos.py``; with
+``--write`` it puts its figures into BENCHMARKS.md between the ``chaos:begin`` and
+``chaos:end`` markers (which ``bench/run.py`` carries over when it rewrites the file).
 
 * **the gardener corpus**: each cassette of ``cassettes/`` replayed plainly and under a
   chaos schedule (PCT, a new seed each time), the two taking turns; medians per tape.
@@ -146,6 +148,10 @@ def _pytest(args: list[str]) -> float:
     return time.perf_counter() - started
 
 
+BEGIN: Final = "<!-- chaos:begin -->"
+END: Final = "<!-- chaos:end -->"
+
+
 def main() -> None:
     rounds = int(os.environ.get("CHAOS_BENCH_ROUNDS", "15"))
     rows = []
@@ -167,24 +173,58 @@ def main() -> None:
         entries = len(sessiontape.load(synthetic).calls)
         plain, chaos = _pair(lambda seed: _synthetic(synthetic, seed), rounds)
         rows.append((f"{entries}-entry, {WORKERS}-worker tape", plain, chaos))
-    print("| tape | plain replay | one schedule | ratio |")
-    print("|---|---|---|---|")
+    lines = [
+        "| tape | plain replay | one schedule (PCT) | ratio | target |",
+        "|---|---|---|---|---|",
+    ]
     for name, plain, chaos in rows:
-        print(f"| {name} | {plain * 1e3:.1f} ms | {chaos * 1e3:.1f} ms | {chaos / plain:.2f}x |")
-    print()
-    print(
-        f"gardener corpus, one process: {len(corpus) / plain_total:.1f} plain replays/s, "
-        f"{len(corpus) / chaos_total:.1f} schedules/s"
+        lines.append(
+            f"| {name} | {plain * 1e3:.1f} ms | {chaos * 1e3:.1f} ms | {chaos / plain:.2f}x "
+            "| ≤ 1.25x |"
+        )
+    lines.append("")
+    lines.append(
+        f"Gardener corpus, one process: {len(corpus) / plain_total:.1f} plain replays/s, "
+        f"{len(corpus) / chaos_total:.1f} schedules/s."
     )
     schedules = int(os.environ.get("CHAOS_BENCH_SCHEDULES", "40"))
     args = ["--replay", "cassettes", "--sessiontape-chaos", str(schedules)]
+    plain_run = _pytest(["--replay", "cassettes"])
     serial = _pytest(args)
     spread = _pytest([*args, "-n", "2"])
     count = schedules * len(corpus)
-    print(
-        f"pytest, {count} schedules: serial {serial:.1f} s ({count / serial:.1f}/s), "
-        f"-n 2 {spread:.1f} s ({count / spread:.1f}/s), speed-up {serial / spread:.2f}x"
+    lines.append("")
+    lines.append(
+        f"Through pytest, `--replay cassettes --sessiontape-chaos {schedules}` ({count} "
+        f"schedules, whole run with start-up): serial {serial:.1f} s ({count / serial:.1f} "
+        f"schedules/s), `-n 2` {spread:.1f} s ({count / spread:.1f}/s), {serial / spread:.2f}x "
+        f"faster; the plain replay of the corpus in the same way: {plain_run:.1f} s."
     )
+    text = "\n".join(lines)
+    print(text)
+    if "--write" in sys.argv:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        section = "\n".join(
+            [
+                BEGIN,
+                "## Chaos replay",
+                "",
+                f"Measured alone (`python bench/cases/chaos.py --write`, {stamp}, {rounds} "
+                "rounds, a plain replay and a schedule taking turns; medians): one schedule "
+                "against a plain replay of the same tape.",
+                "",
+                text,
+                END,
+            ]
+        )
+        path = ROOT / "BENCHMARKS.md"
+        current = path.read_text(encoding="utf-8")
+        if BEGIN in current:
+            head, rest = current.split(BEGIN, 1)
+            current = head + section + rest.split(END, 1)[1]
+        else:
+            current = current.rstrip("\n") + "\n\n" + section + "\n"
+        path.write_text(current, encoding="utf-8")
 
 
 if __name__ == "__main__":

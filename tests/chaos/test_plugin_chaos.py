@@ -83,6 +83,8 @@ def test_each_schedule_is_an_item_and_the_summary_counts_them(project: pytest.Py
         "Reproduce: pytest --replay tapes/jobs.jsonl --sessiontape-chaos-seed"
         in result.stdout.str()
     )
+    header = "sessiontape chaos: 20 schedule(s) per cassette, seeds 0..19, strategy pct, depth 3"
+    assert header in result.stdout.str()
 
 
 def test_under_xdist_the_same_schedules_fail(project: pytest.Pytester) -> None:

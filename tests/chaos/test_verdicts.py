@@ -174,3 +174,34 @@ def test_a_plain_replay_checks_declared_invariants(tmp_path: Path) -> None:
     kinds = [m.kind.value for m in tape.report.mismatches]
     assert kinds == ["invariant_violated"]
     assert "never holds" in tape.report.mismatches[0].message
+
+
+class _ClaimsHook:
+    """A project's ``sessiontape_invariant`` hook: the log never holds a worker twice."""
+
+    def sessiontape_invariant(self, tape: Any, stores: Any) -> str | None:
+        return "the hook objects" if tape.recording.header.entrypoint == "verdicts" else None
+
+
+def one_call(runner: Any, name: str, shared: dict[str, Any]) -> None:
+    runner.run(["echo", name], text=True)
+    shared["log"].append(name)
+
+
+def test_the_invariant_hook_is_checked_in_plain_and_chaos_replay(tmp_path: Path) -> None:
+    record(tmp_path / "t.jsonl", one_call)
+    hook = _ClaimsHook()
+    manager = sessiontape.get_plugin_manager()
+    manager.register(hook)
+    try:
+        tape = sessiontape.replay(tmp_path / "t.jsonl")
+        with tape:
+            two_workers(tape, one_call)
+        assert tape.report is not None
+        assert [m.kind.value for m in tape.report.mismatches] == ["invariant_violated"]
+        result = chaos(tmp_path / "t.jsonl", one_call, 0)
+        assert result.failure is not None
+        assert result.failure.kind.value == "invariant"
+        assert result.failure.message == "at the end: the hook objects"
+    finally:
+        manager.unregister(hook)

@@ -26,6 +26,7 @@ __all__ = [
     "CHAOS_PROPERTY",
     "ChaosSettings",
     "add_chaos_options",
+    "chaos_header",
     "chaos_settings",
     "configure_chaos",
     "reproduce_command",
@@ -204,6 +205,20 @@ def reproduce_command(shown: str, result: ChaosResult, settings: ChaosSettings) 
     if settings.stall_limit != DEFAULT_STALL_LIMIT:
         parts += ["--sessiontape-chaos-stall-limit", f"{settings.stall_limit:g}"]
     return shlex.join(parts)
+
+
+def chaos_header(config: pytest.Config) -> str | None:
+    """The report header's chaos line (seeds, strategy, depth), so any run can be redone."""
+    settings = chaos_settings(config)
+    if not settings.on:
+        return None
+    first, last = settings.seeds[0], settings.seeds[-1]
+    seeds = f"seed {first}" if first == last else f"seeds {first}..{last}"
+    depth = f", depth {settings.depth}" if settings.strategy == Strategy.PCT.value else ""
+    return (
+        f"sessiontape chaos: {len(settings.seeds)} schedule(s) per cassette, {seeds}, "
+        f"strategy {settings.strategy}{depth}"
+    )
 
 
 def configure_chaos(config: pytest.Config) -> None:

@@ -18,7 +18,7 @@ import pytest
 from .. import _hooks
 from ..cassette import is_cassette, write_private_file
 from ..report import ReplayReport
-from ._chaos import configure_chaos
+from ._chaos import chaos_header, configure_chaos
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
@@ -64,6 +64,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "all (--record-session)" if settings.record_session else settings.mode.value
     cassettes = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/") + "/"
     lines = [f"sessiontape: mode={mode}, cassettes={cassettes}, strict={settings.strict}"]
+    chaos = chaos_header(config)
+    if chaos is not None:
+        lines.append(chaos)
     for value in settings.replay:
         path = Path(value)
         if path.is_dir():
