@@ -205,3 +205,55 @@ def test_the_invariant_hook_is_checked_in_plain_and_chaos_replay(tmp_path: Path)
         assert result.failure.message == "at the end: the hook objects"
     finally:
         manager.unregister(hook)
+
+
+class Tally:
+    """A store named ``tally``: one counter per worker."""
+
+    def __init__(self, counts: dict[str, int] | None = None) -> None:
+        self.counts = dict(counts or {})
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def bump(self, worker: str) -> int:
+        self.counts[worker] = self.counts.get(worker, 0) + 1
+        return self.counts[worker]
+
+
+def tallied(tape: sessiontape.Tape) -> None:
+    live = Tally() if tape.mode is not sessiontape.Mode.REPLAY else None
+    store = tape.store(
+        live, mutations=["bump"], snapshot=Tally.snapshot, factory=Tally, name="tally"
+    )
+    tape.invariant(lambda: None if sum(store.counts.values()) <= 4 else "too many bumps")
+
+    def work(name: str) -> None:
+        with sessiontape.worker(name):
+            for _ in range(2):
+                store.bump(name)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    tape.finish(outcome=dict(sorted(store.counts.items())))
+
+
+def test_a_store_under_its_own_name_runs_for_real_and_saves(tmp_path: Path) -> None:
+    with sessiontape.record(tmp_path / "t.jsonl", entrypoint="tally") as tape:
+        tallied(tape)
+    for seed in range(6):
+        tape = sessiontape.replay(tmp_path / "t.jsonl", schedule=Schedule(seed=seed))
+        with tape:
+            tallied(tape)
+        assert tape.chaos is not None
+        assert tape.chaos.verdict.value == "passed", tape.chaos.render()
+        assert [c.boundary for c in tape.chaos.calls] == ["store"] * 4
+    saved = tape.save_chaos(tmp_path / "saved.jsonl")
+    plain = sessiontape.replay(saved)
+    with plain:
+        tallied(plain)
+    assert plain.report is not None
+    assert plain.report.ok, plain.report.render()

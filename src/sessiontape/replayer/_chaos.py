@@ -153,7 +153,8 @@ class ChaosEngine(ReplayEngine):
         #: (recorded seq or None, its normalised request, its real result).
         self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
-        self._open: dict[int, tuple[int, CallEntry | None]] = {}
+        #: Per thread, the verify call under way: (its order, its recorded twin, boundary).
+        self._open: dict[int, tuple[int, CallEntry | None, str]] = {}
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
         self._failure: ChaosFailure | None = None
@@ -255,7 +256,7 @@ class ChaosEngine(ReplayEngine):
         if boundary in self._verify_boundaries:
             order = self._trace(entry, boundary, actual)
             self.answers[order] = (entry.seq if entry is not None else None, actual, None)
-            self._open[threading.get_ident()] = (order, entry)
+            self._open[threading.get_ident()] = (order, entry, boundary)
             return entry if entry is not None else self._tokens[boundary]
         if entry is None:
             raise self._inadmissible(boundary, actual)
@@ -327,10 +328,10 @@ class ChaosEngine(ReplayEngine):
     def turn_done(self, name: str, seq: int) -> None:
         opened = self._open.pop(threading.get_ident(), None)
         if opened is not None:
-            order, entry = opened
+            order, entry, boundary = opened
             seq_, request, actual = self.answers[order]
             if actual is None:
-                actual = _recorded_answer(entry if entry is not None else self._tokens[name])
+                actual = _recorded_answer(entry if entry is not None else self._tokens[boundary])
             self.answers[order] = (seq_, request, actual)
         message = violation(self._chaos_invariants)
         if message is not None:
