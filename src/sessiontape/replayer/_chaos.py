@@ -40,6 +40,7 @@ from ..cassette import (
     stored_result,
 )
 from ..report import (
+    SHOWN_PER_WORKER,
     ChaosCall,
     ChaosFailure,
     ChaosResult,
@@ -397,6 +398,24 @@ class ChaosEngine(ReplayEngine):
         self.result = self._result()
         return exc is not None
 
+    def _described(self) -> list[ChaosCall]:
+        """The calls as they ran; only those a report shows are described (describing
+        every call of a long tape would cost a good part of a schedule)."""
+        shown = _shown(self.calls)
+        out = []
+        for order, (worker, boundary, entry, request) in enumerate(self.calls, 1):
+            name = boundary or _boundary(entry)
+            out.append(
+                ChaosCall(
+                    order=order,
+                    worker=worker,
+                    boundary=name,
+                    seq=entry.seq if entry is not None else None,
+                    call=_what(entry, request, name) if order in shown else "",
+                )
+            )
+        return out
+
     def _result(self) -> ChaosResult:
         schedule = self.schedule
         verdict = self._verdict or ChaosVerdict.PASSED
@@ -412,17 +431,21 @@ class ChaosEngine(ReplayEngine):
             threads=self.scheduler.threads,
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
-            calls=[
-                ChaosCall(
-                    order=order,
-                    worker=worker,
-                    boundary=boundary or _boundary(entry),
-                    seq=entry.seq if entry is not None else None,
-                    call=_what(entry, request, boundary or _boundary(entry)),
-                )
-                for order, (worker, boundary, entry, request) in enumerate(self.calls, 1)
-            ],
+            calls=self._described(),
         )
+
+
+def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]]) -> set[int]:
+    """The orders of the calls a report shows: the last few of each worker."""
+    shown: set[int] = set()
+    left: dict[str, int] = {}
+    for order in range(len(calls), 0, -1):
+        worker = calls[order - 1][0]
+        count = left.get(worker, 0)
+        if count < SHOWN_PER_WORKER:
+            shown.add(order)
+            left[worker] = count + 1
+    return shown
 
 
 def _boundary(entry: CallEntry | None) -> str:

@@ -8,7 +8,14 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 from __future__ import annotations
 
 from ._advice import suggest_next_step
-from ._chaos import ChaosCall, ChaosFailure, ChaosResult, ChaosVerdict, FailureKind
+from ._chaos import (
+    SHOWN_PER_WORKER,
+    ChaosCall,
+    ChaosFailure,
+    ChaosResult,
+    ChaosVerdict,
+    FailureKind,
+)
 from ._describe import describe, format_ms, payload_size
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
 from ._model import Candidate, FieldDiff, Mismatch, MismatchKind, compute_ok, mask_path
@@ -19,6 +26,7 @@ __all__ = [
     "MISSING",
     "MISSING_TEXT",
     "NEAREST_SCAN_LIMIT",
+    "SHOWN_PER_WORKER",
     "Candidate",
     "ChaosCall",
     "ChaosFailure",

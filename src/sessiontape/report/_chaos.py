@@ -11,7 +11,14 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["ChaosCall", "ChaosFailure", "ChaosResult", "ChaosVerdict", "FailureKind"]
+__all__ = [
+    "SHOWN_PER_WORKER",
+    "ChaosCall",
+    "ChaosFailure",
+    "ChaosResult",
+    "ChaosVerdict",
+    "FailureKind",
+]
 
 #: How many calls of each worker the failure text shows, counting back from the end.
 SHOWN_PER_WORKER: Final = 8
@@ -52,7 +59,8 @@ class ChaosCall(msgspec.Struct, frozen=True, kw_only=True):
     boundary: str
     #: The recorded call that answered it (``None``: a verify call with no recorded twin).
     seq: int | None
-    #: What was asked, in short (``git merge --no-ff ...``, ``store.claim_next('worker-1')``).
+    #: What was asked, in short (``git merge --no-ff ...``, ``claim_next('worker-1')``);
+    #: filled for the calls the report shows (the last few of each worker), else empty.
     call: str
 
 
