@@ -232,7 +232,10 @@ class ChaosItem(CassetteItem):
         settings = run_settings(self.config)
         chaos = chaos_settings(self.config)
         _linger(self.config)
-        recording = load_for_replay(self.path)
+        try:
+            recording = load_for_replay(self.path)
+        except SessiontapeError as exc:  # a damaged cassette: the error names file and line
+            _fail(str(exc))
         recorded_by = fixture_nodeid(recording.header)
         if recorded_by is not None:
             _fail(

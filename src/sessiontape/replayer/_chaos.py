@@ -165,11 +165,7 @@ class ChaosEngine(ReplayEngine):
     # -- the verdict ------------------------------------------------------------------
 
     def _settle(
-        self,
-        verdict: ChaosVerdict,
-        *,
-        failure: ChaosFailure | None = None,
-        why: str | None = None,
+        self, verdict: ChaosVerdict, *, failure: ChaosFailure | None = None, why: str | None = None
     ) -> bool:
         """Fix the verdict (the first one wins); whether this call fixed it."""
         with self._lock:
@@ -395,44 +391,43 @@ class ChaosEngine(ReplayEngine):
             self._fail(FailureKind.EXCEPTION, self._exception_text(exc), None)
         self.finish()
         self._settle(ChaosVerdict.PASSED)
-        self.result = self._result()
-        return exc is not None
-
-    def _described(self) -> list[ChaosCall]:
-        """The calls as they ran; only those a report shows are described (describing
-        every call of a long tape would cost a good part of a schedule)."""
-        shown = _shown(self.calls)
-        out = []
-        for order, (worker, boundary, entry, request) in enumerate(self.calls, 1):
-            name = boundary or _boundary(entry)
-            out.append(
-                ChaosCall(
-                    order=order,
-                    worker=worker,
-                    boundary=name,
-                    seq=entry.seq if entry is not None else None,
-                    call=_what(entry, request, name) if order in shown else "",
-                )
-            )
-        return out
-
-    def _result(self) -> ChaosResult:
         schedule = self.schedule
-        verdict = self._verdict or ChaosVerdict.PASSED
-        return ChaosResult(
+        self.result = ChaosResult(
             cassette=os.path.basename(str(self.recording.path)),
             seed=schedule.seed,
             strategy=Strategy(schedule.strategy).value,
             depth=schedule.depth,
-            verdict=verdict,
+            verdict=self._verdict or ChaosVerdict.PASSED,
             failure=self._failure,
             inadmissible=self._why_inadmissible,
             steps=self.scheduler.steps,
             threads=self.scheduler.threads,
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
-            calls=self._described(),
+            calls=_described(self.calls),
         )
+        return exc is not None
+
+
+def _described(
+    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+) -> list[ChaosCall]:
+    """The calls as they ran; only those a report shows are described (describing
+    every call of a long tape would cost a good part of a schedule)."""
+    shown = _shown(calls)
+    out = []
+    for order, (worker, boundary, entry, request) in enumerate(calls, 1):
+        name = boundary or _boundary(entry)
+        out.append(
+            ChaosCall(
+                order=order,
+                worker=worker,
+                boundary=name,
+                seq=entry.seq if entry is not None else None,
+                call=_what(entry, request, name) if order in shown else "",
+            )
+        )
+    return out
 
 
 def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]]) -> set[int]:
