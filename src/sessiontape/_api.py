@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .cassette import Level, Recording
     from .recorder import IfExists
-    from .replayer import Noise
+    from .replayer import Noise, Schedule
     from .scrub import PathRoots
     from .tape import ReplayTape, Tape
 
@@ -90,6 +90,7 @@ def replay(
     patch_time: bool = True,
     lookahead: int | None = None,
     order_timeout: float | None = None,
+    schedule: Schedule | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -102,10 +103,22 @@ def replay(
     makes ``time.sleep`` instant and wall-clock reads virtual. ``lookahead`` is how many
     entries past a queue's head a request may match (default 8), ``order_timeout`` how
     many real seconds a verify-boundary call waits for its recorded turn (default 2.0).
+
+    With a :class:`Schedule`, the replay is a chaos schedule: the application's threads
+    run one at a time between boundary calls, interleaved as the schedule's seed decides,
+    each call answered by the recorded call that asked the same. The tape then never
+    raises on a divergence; ``tape.chaos`` (after the ``with`` block) says whether the
+    schedule passed, failed (and how) or was inadmissible.
     """
     from . import _hooks
     from .cassette import Recording, load_for_replay
-    from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
+    from .replayer import (
+        DEFAULT_LOOKAHEAD,
+        DEFAULT_ORDER_TIMEOUT,
+        ChaosEngine,
+        Noise,
+        ReplayEngine,
+    )
     from .tape import ReplayTape
 
     if lookahead is None:
@@ -113,7 +126,8 @@ def replay(
     if order_timeout is None:
         order_timeout = DEFAULT_ORDER_TIMEOUT
     recording = source if isinstance(source, Recording) else load_for_replay(source)
-    engine = ReplayEngine(
+    options: dict[str, Any] = {} if schedule is None else {"schedule": schedule}
+    engine = (ReplayEngine if schedule is None else ChaosEngine)(
         recording,
         strict=strict,
         noise=Noise.coerce(noise) | _hooks.noise(),
@@ -122,8 +136,13 @@ def replay(
         scrubbers=_hooks.scrub_functions(),
         lookahead=lookahead,
         order_timeout=order_timeout,
+        **options,
     )
-    return ReplayTape(engine, patch_time=patch_time)
+    tape = ReplayTape(engine, patch_time=patch_time)
+    check = _hooks.invariant_hook(tape)
+    if check is not None:
+        tape.invariant(check)
+    return tape
 
 
 def add_record_argument(parser: argparse.ArgumentParser, *, flag: str = "--record-session") -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
 import pytest
 
 from .._errors import SessiontapeError
+from ._chaos import add_chaos_options
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
@@ -218,6 +219,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where tapes replayed from a store URL are kept (default: .sessiontape-cache "
         "in the rootdir); each is downloaded once.",
     )
+    add_chaos_options(group)
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
