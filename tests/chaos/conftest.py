@@ -18,6 +18,8 @@ import pytest
 import sessiontape
 from sessiontape.examples.gardener import WORK_ROOT, run_session
 
+from . import racy_jobs
+
 CORPUS = Path(__file__).resolve().parents[2] / "cassettes"
 CASSETTES = sorted(p.name for p in CORPUS.glob("gardener-*.jsonl"))
 
@@ -63,3 +65,28 @@ def replay_gardener(
 @pytest.fixture
 def corpus() -> Path:
     return CORPUS
+
+
+#: The project's conftest for the racy program: every race left open, to be found.
+HOOK = """
+import racy_jobs
+
+
+def sessiontape_replay(tape, recording):
+    if recording.header.entrypoint != "racy-jobs":
+        return None
+    # Every gap open: the races are there to be found.
+    racy_jobs.run(tape, closed=(), reaper=recording.header.config["reaper"])
+    return True
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    source = Path(racy_jobs.__file__).read_text(encoding="utf-8")
+    pytester.makepyfile(racy_jobs=source)
+    pytester.makeconftest(HOOK)
+    tapes = pytester.path / "tapes"
+    tapes.mkdir()
+    racy_jobs.record(tapes / "jobs.jsonl", reaper=False)
+    return pytester

@@ -5,23 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-
-from . import racy_jobs
-
-HOOK = """
-import racy_jobs
-
-
-def sessiontape_replay(tape, recording):
-    if recording.header.entrypoint != "racy-jobs":
-        return None
-    # Every gap open: the races are there to be found.
-    racy_jobs.run(tape, closed=(), reaper=recording.header.config["reaper"])
-    return True
-"""
 
 SUMMARY = re.compile(
     r"sessiontape chaos: (\d+) schedules run, (\d+) admissible \(\d+%\), (\d+) failed, "
@@ -29,17 +14,6 @@ SUMMARY = re.compile(
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    source = Path(racy_jobs.__file__).read_text(encoding="utf-8")
-    pytester.makepyfile(racy_jobs=source)
-    pytester.makeconftest(HOOK)
-    tapes = pytester.path / "tapes"
-    tapes.mkdir()
-    racy_jobs.record(tapes / "jobs.jsonl", reaper=False)
-    return pytester
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
