@@ -3,6 +3,7 @@
 Run alone (the full suite does not run it): ``python bench/cases/chaos.py``; with
 ``--write`` it puts its figures into BENCHMARKS.md between the ``chaos:begin`` and
 ``chaos:end`` markers (which ``bench/run.py`` carries over when it rewrites the file).
+``--focused`` measures the 1,000-entry tape alone, with the spread, and writes nothing.
 
 * **the gardener corpus**: each cassette of ``cassettes/`` replayed plainly and under a
   chaos schedule (PCT, a new seed each time), the two taking turns; medians per tape.
@@ -129,8 +130,8 @@ def _synthetic(cassette: Path, seed: int | None) -> None:
         _check(tape.report is not None and tape.report.ok, tape)
 
 
-def _pair(run: Callable[[int | None], None], rounds: int) -> tuple[float, float]:
-    """Median seconds of a plain replay and of one schedule, taking turns."""
+def _pairs(run: Callable[[int | None], None], rounds: int) -> tuple[list[float], list[float]]:
+    """Seconds of plain replays and of schedules (a new seed each), taking turns."""
     plain: list[float] = []
     chaos: list[float] = []
     run(None)
@@ -138,7 +139,44 @@ def _pair(run: Callable[[int | None], None], rounds: int) -> tuple[float, float]
     for seed in range(rounds):
         plain.append(_timed(lambda: run(None)))
         chaos.append(_timed(lambda s=seed: run(s)))  # type: ignore[misc]
+    return plain, chaos
+
+
+def _pair(run: Callable[[int | None], None], rounds: int) -> tuple[float, float]:
+    """Median seconds of a plain replay and of one schedule, taking turns."""
+    plain, chaos = _pairs(run, rounds)
     return _median(plain), _median(chaos)
+
+
+def _spread(values: list[float]) -> str:
+    """Best, median and the middle half of ``values`` (seconds), in ms."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return (
+        f"best {ordered[0] * 1e3:.2f} ms, median {_median(ordered) * 1e3:.2f} ms "
+        f"(middle half {ordered[n // 4] * 1e3:.2f}-{ordered[(3 * n) // 4] * 1e3:.2f} ms)"
+    )
+
+
+def focused(rounds: int) -> str:
+    """Only the 1,000-entry, 4-worker tape: plain replays and schedules taking turns, with
+    their spread (``python bench/cases/chaos.py --focused``; writes nothing)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        synthetic = Path(tmp) / "four-workers.jsonl"
+        with sessiontape.record(synthetic, entrypoint="bench four workers") as tape:
+            _four_workers(tape)
+        plain, chaos = _pairs(lambda seed: _synthetic(synthetic, seed), rounds)
+    ratios = sorted(c / p for p, c in zip(plain, chaos, strict=True))
+    return "\n".join(
+        [
+            f"{rounds} rounds, a plain replay and a schedule taking turns:",
+            f"  plain replay: {_spread(plain)}",
+            f"  one schedule: {_spread(chaos)}",
+            f"  ratio of medians {_median(chaos) / _median(plain):.2f}x, of bests "
+            f"{min(chaos) / min(plain):.2f}x; per round: median {_median(ratios):.2f}x "
+            f"(middle half {ratios[len(ratios) // 4]:.2f}-{ratios[(3 * len(ratios)) // 4]:.2f}x)",
+        ]
+    )
 
 
 def _pytest(args: list[str]) -> float:
@@ -153,6 +191,9 @@ END: Final = "<!-- chaos:end -->"
 
 
 def main() -> None:
+    if "--focused" in sys.argv:
+        print(focused(int(os.environ.get("CHAOS_BENCH_ROUNDS", "41"))))
+        return
     rounds = int(os.environ.get("CHAOS_BENCH_ROUNDS", "15"))
     rows = []
     corpus = sorted((ROOT / "cassettes").glob("gardener-*.jsonl"))

@@ -213,8 +213,7 @@ class ChaosEngine(ReplayEngine):
 
     def queue(self, boundary: str) -> deque[CallEntry] | None:
         self._point()
-        if boundary in self._verify_boundaries:
-            return None  # verify calls are not held to a queue: see take()
+        # Verify calls too: their worker's head is taken as in a plain replay, else take().
         return self._index.queues.get((boundary, worker_var.get()))
 
     def head(self, boundary: str) -> CallEntry | None:
@@ -222,18 +221,27 @@ class ChaosEngine(ReplayEngine):
         return queue[0] if queue else None
 
     def _trace(
-        self, entry: CallEntry | None, boundary: str | None, request: Mapping[str, Any]
-    ) -> int:
-        """Note a call as it runs (described only when the result is built)."""
+        self,
+        entry: CallEntry | None,
+        boundary: str | None,
+        request: Mapping[str, Any],
+        *,
+        verify: bool = False,
+    ) -> None:
+        """Note a call as it runs (described only when the result is built); a verify
+        call's real result joins it later (mismatch(), turn_done()) for a saved schedule."""
         self.calls.append((worker_var.get(), boundary, entry, request))
-        return len(self.calls)
+        if verify:
+            order = len(self.calls)
+            self.answers[order] = (entry.seq if entry is not None else None, request, None)
+            self._open[threading.get_ident()] = (order, entry, boundary or _boundary(entry))
 
     # A call answered by a recorded entry is described by that entry when the result is
     # built: nothing of the request is kept.
 
     def took(self, entry: CallEntry) -> None:
         super().took(entry)
-        self._trace(entry, None, _NO_REQUEST)
+        self._trace(entry, None, _NO_REQUEST, verify=entry.seq in self._verify_seqs)
 
     def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
         super().serve_head(queue, head)
@@ -241,7 +249,7 @@ class ChaosEngine(ReplayEngine):
 
     def take_head(self, boundary: str) -> CallEntry:
         head = super().take_head(boundary)
-        self._trace(head, boundary, _NO_REQUEST)
+        self._trace(head, boundary, _NO_REQUEST, verify=boundary in self._verify_boundaries)
         return head
 
     def take(
@@ -251,9 +259,7 @@ class ChaosEngine(ReplayEngine):
         if normalize is not None and entry is None:
             actual = normalize(actual, None)
         if boundary in self._verify_boundaries:
-            order = self._trace(entry, boundary, actual)
-            self.answers[order] = (entry.seq if entry is not None else None, actual, None)
-            self._open[threading.get_ident()] = (order, entry, boundary)
+            self._trace(entry, boundary, actual, verify=True)
             return entry if entry is not None else self._tokens[boundary]
         if entry is None:
             raise self._inadmissible(boundary, actual)
