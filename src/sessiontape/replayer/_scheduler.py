@@ -84,8 +84,8 @@ class Scheduler:
         self._max_steps = max_steps
         self._on_stall = on_stall
         self._on_error = on_error
+        #: Guards the scheduler's state; each thread waits on a condition of its own on it.
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
         self._all: list[_Thread] = []
         self._by_ident: dict[int, _Thread] = {}
         self._waiting: list[_Thread] = []
@@ -113,7 +113,7 @@ class Scheduler:
         the block; at its end, stop whatever still waits."""
         me = self._new_thread()
         me.worker = worker_var.get()
-        with self._cond:
+        with self._lock:
             self._by_ident[threading.get_ident()] = me
             self._running = me
         start, join = threading.Thread.start, threading.Thread.join
@@ -124,7 +124,7 @@ class Scheduler:
         finally:
             threading.Thread.start = start  # type: ignore[method-assign]
             threading.Thread.join = join  # type: ignore[method-assign]
-            with self._cond:
+            with self._lock:
                 self.stopped = True
                 self._end_locked(me)
                 self._wake_all_locked()
@@ -147,7 +147,7 @@ class Scheduler:
             if self.stopped:
                 raise ScheduleStopped
             return
-        with self._cond:
+        with self._lock:
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
@@ -240,7 +240,7 @@ class Scheduler:
 
     def stop(self) -> None:
         """Stop the schedule: every scheduled thread raises at its next point."""
-        with self._cond:
+        with self._lock:
             self.stopped = True
             self._wake_all_locked()
 
@@ -258,7 +258,7 @@ class Scheduler:
             ):
                 current(thread)
                 return
-            with scheduler._cond:
+            with scheduler._lock:
                 me = scheduler._new_thread()
                 scheduler._pending += 1
                 scheduler._settled = False
@@ -283,7 +283,7 @@ class Scheduler:
             try:
                 current(thread)
             except BaseException:
-                with scheduler._cond:
+                with scheduler._lock:
                     scheduler._pending -= 1
                     scheduler._dispatch_locked()
                 raise
@@ -292,7 +292,7 @@ class Scheduler:
 
     def _arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
-        with self._cond:
+        with self._lock:
             self._by_ident[threading.get_ident()] = me
             self._pending -= 1
             self._settled = False
@@ -304,7 +304,7 @@ class Scheduler:
             self._wait_locked(me)
 
     def _end(self, me: _Thread) -> None:
-        with self._cond:
+        with self._lock:
             self._end_locked(me)
             self._by_ident.pop(threading.get_ident(), None)
 
@@ -329,7 +329,7 @@ class Scheduler:
             if me is None or target is None or scheduler.stopped:
                 current(thread, timeout)
                 return
-            with scheduler._cond:
+            with scheduler._lock:
                 if target.ended or scheduler._running is not me:
                     woken = None
                 else:
@@ -343,7 +343,7 @@ class Scheduler:
             try:
                 _join_watching(scheduler, thread, timeout, current)
             finally:
-                with scheduler._cond:
+                with scheduler._lock:
                     if me in target.joiners:
                         target.joiners.remove(me)
                         if target.ended:
@@ -380,7 +380,7 @@ def _join_watching(
             return
         if deadline is not None and REAL.monotonic() >= deadline:
             return
-        with scheduler._cond:
+        with scheduler._lock:
             stalled = scheduler.steps == step and (
                 REAL.monotonic() - scheduler._progress >= scheduler._limit
             )
