@@ -112,6 +112,8 @@ def reliability(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("pytest", "-q", "-p", "no:randomly", "-n", "2", "tests/safety")
     session.run("python", "tests/safety/reliability.py", *session.posargs)
+    # Chaos replay: 1,000 schedules over the corpus, 20 x 100 schedules per planted race.
+    session.run("python", "tests/chaos/reliability.py", *session.posargs)
 
 
 @nox.session

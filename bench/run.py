@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import Any, Final
 
 BENCH: Final = Path(__file__).resolve().parent
+#: Markers of BENCHMARKS.md's chaos section, which ``bench/cases/chaos.py`` writes.
+CHAOS_BEGIN: Final = "<!-- chaos:begin -->"
+CHAOS_END: Final = "<!-- chaos:end -->"
 ROOT: Final = BENCH.parent
 for _path in (ROOT / "src", BENCH):
     if str(_path) not in sys.path:
@@ -456,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     text = render_markdown(results)
     if markdown is not None:
+        # The chaos section is measured on its own (bench/cases/chaos.py): carried over.
+        old = markdown.read_text(encoding="utf-8") if markdown.exists() else ""
+        if CHAOS_BEGIN in old and CHAOS_END in old:
+            kept = old[old.index(CHAOS_BEGIN) : old.index(CHAOS_END) + len(CHAOS_END)]
+            text = text.rstrip("\n") + "\n\n" + kept
         markdown.write_text(text + "\n", encoding="utf-8")
     print(text.split("## Machine")[0])
     gc.collect()

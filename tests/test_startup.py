@@ -191,6 +191,24 @@ def test_a_run_that_uses_the_fixture_loads_the_engines(
     assert {"msgspec", "sessiontape.recorder", "sessiontape.scrub"} <= modules
 
 
+def test_the_chaos_options_load_the_engine_only_when_given(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chaos options are in every run's parser; their defaults, resolved from the
+    # replayer, are read only when chaos is on (here with no cassette to replay).
+    modules = _modules_of_a_run(
+        pytester, monkeypatch, "def test_one():\n    pass\n", "--sessiontape-chaos", "2"
+    )
+    assert "sessiontape.replayer" in modules
+    help_text = pytester.runpytest_subprocess("-p", "sessiontape.plugin", "--help").stdout.str()
+    from sessiontape.plugin import _chaos
+    from sessiontape.replayer import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT
+
+    # The help names the replayer's defaults without importing it.
+    assert (_chaos._HELP_DEPTH, _chaos._HELP_STALL_LIMIT) == (DEFAULT_DEPTH, DEFAULT_STALL_LIMIT)
+    assert f"per schedule (default {DEFAULT_DEPTH})" in " ".join(help_text.split())
+
+
 # -- real time, whoever froze it ----------------------------------------------------------
 
 _RECORD_UNDER = """

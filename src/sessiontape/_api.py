@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .cassette import Level, Recording
     from .recorder import IfExists
-    from .replayer import Noise
+    from .replayer import Noise, Schedule
     from .scrub import PathRoots
     from .tape import ReplayTape, Tape
 
@@ -93,6 +93,7 @@ def replay(
     update: bool = False,
     live: Sequence[str] = (),
     app_version: str | None = None,
+    schedule: Schedule | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -118,18 +119,37 @@ def replay(
     when recording); the others are served from the tape. The new tape is written beside
     the old one (``x.rerecorded.jsonl``), or over it with ``update=True``; its header
     notes the segments, the time and ``app_version`` (default: the tape's).
+
+    With a :class:`Schedule`, the replay is a chaos schedule: the application's threads
+    run one at a time between boundary calls, interleaved as the schedule's seed decides,
+    each call answered by the recorded call that asked the same. The tape then never
+    raises on a divergence; ``tape.chaos`` (after the ``with`` block) says whether the
+    schedule passed, failed (and how) or was inadmissible.
     """
     from . import _hooks
+    from ._errors import UsageError
     from .cassette import Recording, load_for_replay
-    from .replayer import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, Noise, ReplayEngine
+    from .replayer import (
+        DEFAULT_LOOKAHEAD,
+        DEFAULT_ORDER_TIMEOUT,
+        ChaosEngine,
+        Noise,
+        ReplayEngine,
+    )
     from .tape import ReplayTape
 
+    if schedule is not None and (update or live):
+        raise UsageError(
+            "a chaos schedule replays the tape in an order production did not run and "
+            "never rewrites it: pass schedule= without update= or live=."
+        )
     if lookahead is None:
         lookahead = DEFAULT_LOOKAHEAD
     if order_timeout is None:
         order_timeout = DEFAULT_ORDER_TIMEOUT
     recording = source if isinstance(source, Recording) else load_for_replay(source)
-    engine = ReplayEngine(
+    options: dict[str, Any] = {} if schedule is None else {"schedule": schedule}
+    engine = (ReplayEngine if schedule is None else ChaosEngine)(
         recording,
         strict=strict,
         noise=Noise.coerce(noise) | _hooks.noise(),
@@ -141,8 +161,13 @@ def replay(
         update=update,
         live=[live] if isinstance(live, str) else live,
         app_version=app_version,
+        **options,
     )
-    return ReplayTape(engine, patch_time=patch_time)
+    tape = ReplayTape(engine, patch_time=patch_time)
+    check = _hooks.invariant_hook(tape)
+    if check is not None:
+        tape.invariant(check)
+    return tape
 
 
 def add_record_argument(parser: argparse.ArgumentParser, *, flag: str = "--record-session") -> None:

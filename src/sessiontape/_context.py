@@ -30,6 +30,7 @@ __all__ = [
     "derived_workers",
     "internal_threads",
     "parent_var",
+    "starting_internal",
     "worker",
     "worker_var",
 ]
@@ -99,6 +100,11 @@ def internal_threads() -> Iterator[None]:
         yield
     finally:
         _internal.on = before
+
+
+def starting_internal() -> bool:
+    """Whether threads started now are sessiontape's own (see :func:`internal_threads`)."""
+    return bool(getattr(_internal, "on", False))
 
 
 def _next_name() -> str:

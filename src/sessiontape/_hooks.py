@@ -28,6 +28,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "implements_hooks",
+    "invariant_hook",
     "noise",
     "register",
     "scrub_functions",
@@ -145,3 +146,16 @@ def error_classifier() -> Callable[[Any], str | None] | None:
         return answer
 
     return classify
+
+
+def invariant_hook(tape: Any) -> Callable[[], Any] | None:
+    """The ``sessiontape_invariant`` hook bound to ``tape`` and its replayed stores, or
+    ``None`` when nothing implements it (then nothing is checked)."""
+    hook = get_plugin_manager().hook.sessiontape_invariant
+    if not hook.get_hookimpls():
+        return None
+
+    def sessiontape_invariant() -> Any:
+        return hook(tape=tape, stores=tape.stores)
+
+    return sessiontape_invariant

@@ -81,3 +81,16 @@ def sessiontape_classify_error(entry: CallEntry) -> str | None:
     ``None`` to leave it to the rules in the README (any other answer is ignored).
     ``show``, ``stats``, ``export``, ``serve`` and ``report`` ask it.
     """
+
+
+@hookspec
+def sessiontape_invariant(tape: ReplayTape, stores: Mapping[str, Any]) -> str | bool | None:
+    """Check an invariant of the application's state during replay.
+
+    Called after every verify-boundary call (a store mutation) and at the end of a replay,
+    with ``stores``: the replayed verify boundaries by name (the real objects the replay
+    runs, e.g. ``stores["store"]`` for ``tape.store(...)``). Return ``None`` or ``True``
+    when the invariant holds; ``False`` or a message saying what is wrong when it does
+    not. Under chaos replay (``--sessiontape-chaos``) a violation fails the schedule; in a
+    plain replay it is an ``invariant_violated`` mismatch. Declaring none costs nothing.
+    """

@@ -268,10 +268,18 @@ def test_a_chaos_receipts_schedule_is_drawn_in_order(
     recording = sessiontape.load(tapes.small)
     report = json.loads(tapes.receipt.read_text())[0]
     ran = sorted(recording.calls, key=lambda c: (c.worker != "w2", c.seq))  # w2 first
-    report["schedule"] = [
-        {"seq": c.seq, "worker": c.worker, "boundary": "process", "order": n}
-        for n, c in enumerate(ran, 1)
-    ]
+    # The receipt item pytest writes for a chaos schedule: its result under "chaos".
+    report["chaos"] = {
+        "seed": 7,
+        "strategy": "pct",
+        "depth": 3,
+        "verdict": "failed",
+        "command": "pytest --replay small.jsonl --sessiontape-chaos-seed 7",
+        "schedule": [
+            {"seq": c.seq, "worker": c.worker, "boundary": "process", "order": n}
+            for n, c in enumerate(ran, 1)
+        ],
+    }
     receipt = tmp_path / "chaos.json"
     receipt.write_text(json.dumps([report]))
     out = tmp_path / "chaos.html"
@@ -289,6 +297,43 @@ def test_a_chaos_receipts_schedule_is_drawn_in_order(
         )
         assert pixel(page, x0 - 5, y) == SCHEDULE_RGB  # the disc, left of its number
     assert x > 0
+
+
+def test_a_real_failing_chaos_schedule_is_drawn(page: Page, tmp_path: Path) -> None:
+    from chaos import racy_jobs  # the racy program of the chaos tests (tests/ is on the path)
+
+    tape = tmp_path / "jobs.jsonl"
+    racy_jobs.record(tape, reaper=False)
+    for seed in range(100):  # every race open: some schedule finds one
+        player = racy_jobs.replay(tape, sessiontape.Schedule(seed=seed), open_race="all")
+        assert player.chaos is not None
+        if player.chaos.failed:
+            break
+    else:
+        pytest.fail("100 schedules of the racy program found no race")
+    assert player.report is not None
+    # The receipt item `pytest --sessiontape-report` writes for it (plugin/_run.attach_report).
+    item = {"nodeid": "jobs.jsonl::jobs[chaos]", **player.report.to_dict()}
+    item["chaos"] = player.chaos.to_dict()
+    receipt = tmp_path / "chaos.json"
+    receipt.write_text(json.dumps([item]))
+    out = tmp_path / "chaos.html"
+    assert main(["report", str(tape), "--receipt", str(receipt), "-o", str(out)]) == 0
+    page.goto(out.as_uri())
+    page.wait_for_selector("#layer .row[data-seq]")
+    assert f"chaos seed {seed} (pct): failed" in (page.locator("#info-table").text_content() or "")
+    state = switch_to_lanes(page)
+    ran = [c for c in item["chaos"]["schedule"] if c["seq"] is not None]
+    assert int(state["scheduled"]) == len(ran) >= 2
+    # The last call's order mark is drawn over everything before it: a disc around it.
+    recording = sessiontape.load(tape)
+    last = next(c for c in recording.calls if c.seq == ran[-1]["seq"])
+    _, y = bar_point(state, recording, last.seq)
+    left = float(state["plotLeft"])
+    t0, t1 = float(state["t0"]), float(state["t1"])
+    x0 = left + (last.mono_ns - recording.header.mono_ns - t0) / (t1 - t0) * (state["width"] - left)
+    ring = [(x0 + dx, y + dy) for dx, dy in ((-6, 0), (6, 0), (0, -6), (0, 6), (-4, -4), (4, 4))]
+    assert SCHEDULE_RGB in [pixel(page, x, yy) for x, yy in ring]
 
 
 # -- the big tape ----------------------------------------------------------------------------

@@ -4,7 +4,11 @@ A receipt is the JSON a replay left behind, in either of its two forms:
 
 * one report object, as ``ReplayReport.to_json()`` writes it;
 * the list ``pytest --sessiontape-report PATH`` writes: one report object per replayed
-  test item, each with the item's ``nodeid`` added.
+  test item, each with the item's ``nodeid`` added, and for a chaos schedule
+  (``--sessiontape-chaos``) its result as ``chaos``: ``ChaosResult.to_dict()``, whose
+  ``schedule`` lists the calls in the order they ran as ``{seq, worker, boundary, order}``
+  items (``seq``: the recorded call that answered it, ``null`` for a store call with no
+  recorded twin; ``order``: 1, 2, ... as they ran). The viewer draws that schedule.
 
 A receipt may hold reports of many cassettes (a whole corpus run). The reports of one
 cassette are those of its run id; when several cassettes share a run id (a copy altered
@@ -29,6 +33,7 @@ __all__ = [
     "Receipt",
     "ReceiptReport",
     "add_receipt_argument",
+    "drawn_schedule",
     "marks",
     "read_receipt",
 ]
@@ -47,9 +52,17 @@ class ReceiptReport(msgspec.Struct, frozen=True):
 
     report: ReplayReport
     nodeid: str | None = None
-    #: A chaos replay's failing schedule, when the report carries one: the calls in the
-    #: order they ran, ``{"seq", "worker", "boundary", "order"}`` each.
+    #: The schedule of the chaos replay that wrote the report, when it was one: the calls
+    #: in the order they ran, ``{"seq", "worker", "boundary", "order"}`` each (the calls
+    #: with a recorded seq, which are the ones drawn).
     schedule: list[dict[str, Any]] | None = None
+    #: That chaos replay's ``seed``, ``strategy``, ``depth``, ``verdict`` and ``command``.
+    chaos: dict[str, Any] | None = None
+
+    @property
+    def chaos_failed(self) -> bool:
+        """Whether the report is of a chaos schedule that failed."""
+        return self.chaos is not None and self.chaos.get("verdict") == "failed"
 
 
 @final
@@ -109,6 +122,15 @@ def marks(reports: Sequence[ReceiptReport]) -> dict[int, list[Mismatch]]:
     return marked
 
 
+def drawn_schedule(reports: Sequence[ReceiptReport]) -> list[dict[str, Any]] | None:
+    """The chaos schedule the lane view draws: the first failing schedule's, else the
+    first one's (a receipt of ``--sessiontape-chaos N`` holds N schedules of a tape)."""
+    scheduled = [r for r in reports if r.schedule]
+    failing = [r for r in scheduled if r.chaos_failed]
+    picked = (failing or scheduled)[:1]
+    return picked[0].schedule if picked else None
+
+
 def read_receipt(path: str) -> Receipt:
     """Read a receipt in either form; a :class:`CommandError` says what is wrong with it."""
     try:
@@ -149,9 +171,31 @@ def _report(path: str, item: Any, index: int | None) -> ReceiptReport:
             f"'pytest --sessiontape-report' ({exc})."
         ) from None
     nodeid = item.get("nodeid")
+    chaos = item.get("chaos")
+    if not isinstance(chaos, dict):
+        return ReceiptReport(report, nodeid if isinstance(nodeid, str) else None)
     return ReceiptReport(
-        report, nodeid if isinstance(nodeid, str) else None, _schedule(item.get("schedule"))
+        report,
+        nodeid if isinstance(nodeid, str) else None,
+        _schedule(chaos.get("schedule")),
+        _chaos_summary(chaos),
     )
+
+
+#: The scalars of a receipt's ``chaos`` object the viewer shows, and their types.
+_CHAOS_FIELDS: Final = (
+    ("seed", int),
+    ("strategy", str),
+    ("depth", int),
+    ("verdict", str),
+    ("command", str),
+)
+
+
+def _chaos_summary(chaos: dict[str, Any]) -> dict[str, Any]:
+    """The scalars of a chaos result (the receipt is data: a field of another type is
+    left out)."""
+    return {name: chaos[name] for name, kind in _CHAOS_FIELDS if type(chaos.get(name)) is kind}
 
 
 def _schedule(value: Any) -> list[dict[str, Any]] | None:

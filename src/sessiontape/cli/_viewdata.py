@@ -40,7 +40,7 @@ from ..report import format_ms
 from ._clip import CLIPPED, MORE, clip_json, clip_raw, clip_text
 from ._common import KIND_OF_TYPE, KINDS, CallTree, recorded_duration, what
 from ._failures import ERROR_CLASSES, error_column, error_counts, failed_rows
-from ._receipt import ReceiptReport
+from ._receipt import ReceiptReport, drawn_schedule
 from ._show import crash_note
 
 __all__ = [
@@ -528,6 +528,7 @@ def _report_data(item: ReceiptReport) -> dict[str, Any]:
         "unconsumed": r.unconsumed,
         "extra": r.extra,
         "mismatches": len(r.mismatches),
+        "chaos": item.chaos,
     }
 
 
@@ -592,6 +593,6 @@ def cassette_data(
             "path": receipt,
             "reports": [_report_data(r) for r in reports],
             "mismatches": mismatch_data(reports),
-            "schedule": next((r.schedule for r in reports if r.schedule), None),
+            "schedule": drawn_schedule(reports),
         },
     }

@@ -22,6 +22,7 @@ import pytest
 from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
+from ._chaos import CHAOS_PROPERTY, chaos_settings, reproduce_command
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import fixture_nodeid, read_header, run_settings, shown_path
 from ._run import attach_report
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CassetteFile",
     "CassetteItem",
+    "ChaosItem",
     "pytest_collect_file",
     "pytest_runtest_teardown",
     "release_lingering_time",
@@ -69,6 +71,17 @@ class CassetteFile(pytest.File):
     header: SessionStart | None = None
 
     def collect(self) -> Iterator[CassetteItem]:
+        chaos = chaos_settings(self.config)
+        if chaos.on:
+            # One item per schedule, so pytest-xdist spreads them over its workers.
+            for seed in chaos.seeds:
+                scheduled: ChaosItem = ChaosItem.from_parent(
+                    self, name=f"{self.path.stem}[chaos-{seed}]"
+                )
+                scheduled.header = self.header
+                scheduled.seed = seed
+                yield scheduled
+            return
         item: CassetteItem = CassetteItem.from_parent(self, name=self.path.stem)
         item.header = self.header
         yield item
@@ -230,3 +243,63 @@ def _finish_with(player: ReplayTape, result: Any) -> None:
         player.finish()
     else:
         player.finish(result)
+
+
+class ChaosItem(CassetteItem):
+    """One chaos schedule of a cassette (``--sessiontape-chaos``): fails when the
+    schedule fails; an inadmissible schedule passes and is counted in the summary."""
+
+    #: The schedule's seed.
+    seed: int = 0
+
+    def runtest(self) -> None:
+        from ..cassette import load_for_replay
+
+        settings = run_settings(self.config)
+        chaos = chaos_settings(self.config)
+        _linger(self.config)
+        try:
+            recording = load_for_replay(self.path)
+        except SessiontapeError as exc:  # a damaged cassette: the error names file and line
+            _fail(str(exc))
+        recorded_by = fixture_nodeid(recording.header)
+        if recorded_by is not None:
+            _fail(
+                f"{shown_path(self.path, self.config)} was recorded by the `tape` fixture "
+                f"of {recorded_by}; chaos replays only cassettes the sessiontape_replay "
+                "hook replays."
+            )
+        player = replay(recording, noise=settings.noise, schedule=chaos.schedule(self.seed))
+        handled = False
+        with player:  # a chaos tape never raises on: its result says what happened
+            hook = _hooks.get_plugin_manager().hook
+            try:
+                outcome = hook.sessiontape_replay(tape=player, recording=player.recording)
+            except BaseException:
+                handled = True
+                raise
+            handled = outcome is not None or player.report is not None
+            if handled and player.report is None:
+                _finish_with(player, outcome)
+        if not handled:
+            _fail(
+                f"no sessiontape_replay hook handled {shown_path(self.path, self.config)}: "
+                "implement sessiontape_replay(tape, recording) in conftest.py"
+            )
+        result = player.chaos
+        assert result is not None
+        assert player.report is not None
+        result.command = reproduce_command(shown_path(self.path, self.config), result, chaos)
+        data = {**result.to_dict(), "signature": result.signature}
+        self.user_properties.append((CHAOS_PROPERTY, data))
+        attach_report(self, player.report, chaos=result.to_dict())
+        if result.failed:
+            text = result.render()
+            if chaos.save is not None:
+                saved = player.save_chaos(chaos.save / f"{self.path.stem}.chaos-{self.seed}.jsonl")
+                shown = shown_path(saved, self.config)
+                text += (
+                    f"\nSaved as {shown}: it replays in plain mode and fails the same way "
+                    f"(pytest --replay {shlex.quote(shown)})."
+                )
+            _fail(text)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
 import pytest
 
 from .._errors import SessiontapeError
+from ._chaos import add_chaos_options
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
@@ -264,6 +265,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "written beside (x.rerecorded.jsonl), or over the old one with "
         "--sessiontape-update (repeatable, or comma-separated).",
     )
+    add_chaos_options(group)
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -347,6 +349,24 @@ class Settings(NamedTuple):
                 f"pytest --replay cassettes/ --sessiontape-shard {shard}"
             )
         cache: str | None = config.getoption("sessiontape_cache")
+        update = bool(config.getoption("sessiontape_update"))
+        live = tuple(
+            part.strip()
+            for value in config.getoption("sessiontape_live")
+            for part in value.split(",")
+            if part.strip()
+        )
+        chaos = config.getoption("sessiontape_chaos", None) is not None or (
+            config.getoption("sessiontape_chaos_seed", None) is not None
+        )
+        if chaos and (update or live):
+            # A schedule runs the tape in an order production did not: nothing it does
+            # is a fact about today's code to write back into the tape.
+            raise pytest.UsageError(
+                "--sessiontape-chaos replays tapes under other schedules and never rewrites "
+                "them: run --sessiontape-update or --sessiontape-live in a pytest run of "
+                "their own, without the chaos options."
+            )
         return cls(
             mode=mode,
             record_session=record_dir is not None,
@@ -358,14 +378,9 @@ class Settings(NamedTuple):
             shard=shard,
             cache_dir=(invocation / cache).resolve() if cache else base / ".sessiontape-cache",
             durations=tuple(str(invocation / d) for d in config.getoption("sessiontape_durations")),
-            update=bool(config.getoption("sessiontape_update")),
+            update=update,
             unused=bool(config.getoption("sessiontape_unused")),
-            live=tuple(
-                part.strip()
-                for value in config.getoption("sessiontape_live")
-                for part in value.split(",")
-                if part.strip()
-            ),
+            live=live,
         )
 
 

@@ -16,6 +16,7 @@ import pluggy
 import pytest
 
 from .. import _hooks
+from ._chaos import chaos_header, configure_chaos
 from ._options import (
     MARKER,
     REPORT_PROPERTY,
@@ -54,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args = [*config.args, *resolved.paths]
         else:
             config.args = list(resolved.paths)
+    configure_chaos(config)
     run = _RunPlugin(config, settings)
     # A cleanup runs even when configuring fails later (a conftest with a bad hook
     # signature): the outer run's hooks must come back whatever happens here.
@@ -71,6 +73,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "all (--record-session)" if settings.record_session else settings.mode.value
     cassettes = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/") + "/"
     lines = [f"sessiontape: mode={mode}, cassettes={cassettes}, strict={settings.strict}"]
+    chaos = chaos_header(config)
+    if chaos is not None:
+        lines.append(chaos)
     resolved = config.stash.get(RESOLVED, None)
     if resolved is not None and resolved.header:
         return lines + list(resolved.header)
@@ -229,9 +234,12 @@ def msgspec_convert(value: Any) -> Rewrite:
     return msgspec.convert(value, type=Rewrite)
 
 
-def attach_report(item: pytest.Item, report: ReplayReport) -> None:
-    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist),
-    and what an update changed to the run that lists it."""
+def attach_report(
+    item: pytest.Item, report: ReplayReport, *, chaos: dict[str, Any] | None = None
+) -> None:
+    """Hand the report to the run that writes ``--sessiontape-report`` (maybe over xdist);
+    a chaos schedule's result goes with it as ``chaos``, and what an update changed to
+    the run that lists it."""
     if run_settings(item.config).unused:
         from ._unused import UNCONSUMED_PROPERTY, unconsumed_property
 
@@ -254,4 +262,7 @@ def attach_report(item: pytest.Item, report: ReplayReport) -> None:
         )
     if run_settings(item.config).report is None:
         return
-    item.user_properties.append((REPORT_PROPERTY, {"nodeid": item.nodeid, **report.to_dict()}))
+    receipt = {"nodeid": item.nodeid, **report.to_dict()}
+    if chaos is not None:
+        receipt["chaos"] = chaos
+    item.user_properties.append((REPORT_PROPERTY, receipt))

@@ -7,9 +7,11 @@ imports the recording engine, nor the recording engine it.
 from __future__ import annotations
 
 from ._align import Normalize
+from ._chaos import ChaosEngine, ScheduledClock, ScheduleStopped
 from ._clock import IGNORED_MODULES, FakeClock
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
 from ._inflight import IN_FLIGHT
+from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, compare
 from ._rebuild import (
     rebuild_error,
@@ -18,25 +20,35 @@ from ._rebuild import (
     resolve_result_type,
     unregister_type,
 )
+from ._schedule import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Schedule, Strategy, pct_bound
 from ._select import Selector, Selectors
 from ._timepatch import lingering
 
 __all__ = [
+    "DEFAULT_DEPTH",
     "DEFAULT_LOOKAHEAD",
     "DEFAULT_ORDER_TIMEOUT",
+    "DEFAULT_STALL_LIMIT",
     "IGNORED_MODULES",
     "IN_FLIGHT",
     "MASKED",
     "UNSET",
+    "ChaosEngine",
     "FakeClock",
+    "Invariant",
     "Matcher",
     "Noise",
     "Normalize",
     "ReplayEngine",
+    "Schedule",
+    "ScheduleStopped",
+    "ScheduledClock",
     "Selector",
     "Selectors",
+    "Strategy",
     "compare",
     "lingering",
+    "pct_bound",
     "prepare",
     "rebuild_error",
     "register_type",

@@ -36,6 +36,7 @@ from ..scrub import PathRoots, Scrubber, Unencodable, to_data
 from ._align import Aligner, Normalize
 from ._clock import FakeClock
 from ._index import TapeIndex
+from ._invariants import Invariant, Invariants
 from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
@@ -85,6 +86,9 @@ def _scrubber(roots: PathRoots, extra: tuple[Callable[[str], str], ...]) -> Scru
 
 class ReplayEngine:
     """Serves one recording: queues, alignment, ordering, the clock and the outcome."""
+
+    #: The project's declared invariants (``None``: none, and nothing is checked).
+    _invariants: Invariants | None = None
 
     def __init__(
         self,
@@ -339,6 +343,18 @@ class ReplayEngine:
         if sequencer is not None:
             sequencer.done(seq)
 
+    # -- invariants ---------------------------------------------------------------------
+
+    def add_invariant(self, check: Invariant) -> None:
+        """Check ``check`` after every verify-boundary call and at the end; a violation
+        is an ``invariant_violated`` mismatch (see ``_invariants.py``)."""
+        if self._invariants is None:
+            self._invariants = Invariants(self._outcome)
+            # Only now does turn_done check anything: a replay with no invariant keeps the
+            # plain method, with no check per call.
+            self.turn_done = self._invariants.checking(self.turn_done)  # type: ignore[method-assign,assignment]
+        self._invariants.add(check)
+
     # -- data -------------------------------------------------------------------------
 
     @staticmethod
@@ -365,6 +381,8 @@ class ReplayEngine:
         if outcome is not UNSET and self.recording.end is not None:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
+        if self._invariants is not None:
+            self._invariants.check("session", None)
         done.check_unconsumed(self._index.remaining())
         updater = self.updater
         done.report = done.build_report() if updater is None else updater.finish(self.noise)

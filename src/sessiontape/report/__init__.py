@@ -8,6 +8,14 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 from __future__ import annotations
 
 from ._advice import suggest_next_step
+from ._chaos import (
+    SHOWN_PER_WORKER,
+    ChaosCall,
+    ChaosFailure,
+    ChaosResult,
+    ChaosVerdict,
+    FailureKind,
+)
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import describe, format_ms, payload_size
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
@@ -21,9 +29,15 @@ __all__ = [
     "MISSING",
     "MISSING_TEXT",
     "NEAREST_SCAN_LIMIT",
+    "SHOWN_PER_WORKER",
     "Candidate",
     "Change",
+    "ChaosCall",
+    "ChaosFailure",
+    "ChaosResult",
+    "ChaosVerdict",
     "Classifier",
+    "FailureKind",
     "FieldDiff",
     "Mismatch",
     "MismatchKind",

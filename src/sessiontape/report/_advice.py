@@ -100,6 +100,12 @@ def suggest_next_step(
             f"Worker '{worker}' died of this exception during replay; fix it first: the calls "
             "it never made are reported after it as unconsumed."
         )
+    if kind is MismatchKind.INVARIANT_VIOLATED:
+        return (
+            "An invariant the project declares does not hold after this call; find the "
+            "interleaving of store calls that broke it (a lock taken too late, an update "
+            "lost between a read and a write) and fix the code."
+        )
     return (
         f"The '{boundary}' calls came in a different order than recorded; check for a change in "
         f"locking or scheduling between workers, or re-record if the new order is correct."

@@ -40,6 +40,8 @@ class MismatchKind(str, enum.Enum):
     #: ``os.posix_spawn``, a pty, ``subprocess`` unpatched): the tape has no answer for
     #: it, so it ran for real. A warning in lenient mode, a mismatch in strict mode.
     UNSEEN_PROCESS = "unseen_process"
+    #: A declared invariant (``tape.invariant``, ``sessiontape_invariant``) was violated.
+    INVARIANT_VIOLATED = "invariant_violated"
 
 
 class FieldDiff(msgspec.Struct, frozen=True):

@@ -136,6 +136,12 @@ class Tape(abc.ABC):
         Returns ``True`` when the exception that ended the block is to be swallowed
         (a replay that reproduced the recorded crash)."""
 
+    def invariant(self, check: Callable[[], Any]) -> Callable[[], Any]:
+        """Declare an invariant of the application's state, checked on replay after every
+        verify-boundary call and at the end; recording ignores it. Returns ``check``, so
+        it works as a decorator."""
+        return check
+
     def __enter__(self: T) -> T:
         return self
 

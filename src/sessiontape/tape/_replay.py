@@ -9,8 +9,10 @@ entered.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -37,8 +39,8 @@ from ..boundaries import (
     watching_processes,
 )
 from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
-from ..replayer import UNSET, FakeClock, Noise, ReplayEngine
-from ..report import ReplayReport
+from ..replayer import UNSET, ChaosEngine, FakeClock, Invariant, Noise, ReplayEngine
+from ..report import ChaosResult, ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
 from ._base import Mode, Tape
@@ -61,6 +63,8 @@ class ReplayTape(Tape):
         self._patch_time = patch_time
         self._stack = ExitStack()
         self._processes: ProcessReplay | None = None
+        #: The verify boundaries' real objects by name (for ``sessiontape_invariant``).
+        self.stores: dict[str, Any] = {}
         # The session starts with the tape: threads are named, their deaths reported.
         self._stack.enter_context(derived_workers())
         self._stack.enter_context(reporting_thread_errors(engine))
@@ -74,6 +78,9 @@ class ReplayTape(Tape):
             else None
         )
         activate(self)
+        if isinstance(engine, ChaosEngine):
+            # Under a schedule, the thread creating the tape holds the baton from now on.
+            self._stack.enter_context(engine.scheduler.running())
 
     # -- what the replay is -------------------------------------------------------------
 
@@ -120,6 +127,28 @@ class ReplayTape(Tape):
     @property
     def clock(self) -> FakeClock:
         return self._engine.clock
+
+    @property
+    def chaos(self) -> ChaosResult | None:
+        """Under a schedule, what became of it (once the tape is closed); else ``None``."""
+        engine = self._engine
+        return engine.result if isinstance(engine, ChaosEngine) else None
+
+    def save_chaos(self, target: str | os.PathLike[str]) -> Path:
+        """Write the chaos schedule this replay ran as a cassette of its own at
+        ``target``: the calls in the order they ran, answered as the original answered
+        them; it replays in plain mode and fails the same way."""
+        engine = self._engine
+        if not isinstance(engine, ChaosEngine):
+            raise UsageError("save_chaos() needs a replay under a schedule (schedule=...).")
+        return engine.save(Path(target))
+
+    def invariant(self, check: Invariant) -> Invariant:
+        """Declare an invariant of the application's state: checked after every
+        verify-boundary call and at the end (``None``/``True``: it holds; ``False``, a
+        message, or an ``AssertionError``: violated). Usable as a decorator."""
+        self._engine.add_invariant(check)
+        return check
 
     def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
         """Name today's directories for the recorded path placeholders.
@@ -201,7 +230,11 @@ class ReplayTape(Tape):
         factory: Callable[[Any], Any] | None = None,
         name: str = "store",
     ) -> Any:
-        return replaying_store(self._engine, store, name=name, mutations=mutations, factory=factory)
+        replayed = replaying_store(
+            self._engine, store, name=name, mutations=mutations, factory=factory
+        )
+        self.stores[name] = replayed
+        return replayed
 
     def boundary(
         self,
@@ -216,6 +249,8 @@ class ReplayTape(Tape):
         replayed = replaying_boundary(
             self._engine, name, obj, methods=methods, kind=kind, result_type=result_type
         )
+        if kind is BoundaryKind.VERIFY:
+            self.stores[name] = replayed
         # A verify boundary runs for real anyway; a substitute one runs live when picked.
         if self._live is None or kind is not BoundaryKind.SUBSTITUTE or not self._picks(name):
             return replayed

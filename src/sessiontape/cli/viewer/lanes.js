@@ -446,7 +446,7 @@ class LaneView {
     }
     this.drawMarks(scale, W, tops, colors);
     this.drawLabels(labels);
-    this.drawSchedule(scale, W, tops);
+    const scheduled = this.drawSchedule(scale, W, tops);
     this.drawCrashes(scale, W, tops, colors);
     this.drawChrome(step, scale, W, tops, colors);
     const took = performance.now() - began;
@@ -461,7 +461,7 @@ class LaneView {
     ds.allSpans = this.spans.map((t) => t.toFixed(0)).join(',');
     ds.laneTops = tops.map((t) => Math.round(t)).join(',');
     ds.plotLeft = String(GUTTER); ds.axisHeight = String(AXIS_H); ds.trackHeight = String(TRACK_H);
-    ds.lanePad = String(LANE_PAD);
+    ds.lanePad = String(LANE_PAD); ds.scheduled = String(scheduled);
   }
   drawTrack(track, y, scale, W, labels) {
     const ctx = this.ctx;
@@ -574,9 +574,10 @@ class LaneView {
     }
   }
   // A chaos receipt's failing schedule: its calls numbered in the order they ran, joined.
+  // Returns how many of its order marks are in view.
   drawSchedule(scale, W, tops) {
     const schedule = S.cassette.receipt && S.cassette.receipt.schedule;
-    if (!schedule || !schedule.length) return;
+    if (!schedule || !schedule.length) return 0;
     if (!this.scheduleBars) {
       const seqs = this.model.cols.seq;
       this.scheduleBars = schedule.slice().sort((a, b) => a.order - b.order).map((item) => {
@@ -597,12 +598,15 @@ class LaneView {
     ctx.stroke();
     ctx.setLineDash([]);
     ctx.font = 'bold 10px system-ui, sans-serif'; ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
+    let shown = 0;
     for (const p of points) {
       if (p.x < GUTTER - 10 || p.x > GUTTER + W + 10) continue;
+      shown += 1;
       ctx.fillStyle = '#3d5a80'; ctx.beginPath(); ctx.arc(p.x, p.y, 8, 0, 2 * Math.PI); ctx.fill();
       ctx.fillStyle = '#ffffff'; ctx.fillText(String(p.order), p.x, p.y + 0.5);
     }
     ctx.restore();
+    return shown;
   }
   drawCrashes(scale, W, tops, colors) {
     const ctx = this.ctx;

@@ -190,8 +190,10 @@ function fillSummary(c) {
     for (const r of receipt.reports) {
       const tr = el('tr');
       const verdict = r.ok ? 'ok' : plural(r.mismatches, 'mismatch', 'mismatches');
+      // A chaos schedule says which one it was, and the command that runs it again.
+      const chaos = r.chaos ? `chaos seed ${r.chaos.seed} (${r.chaos.strategy}): ${r.chaos.verdict}${r.chaos.command ? ` (${r.chaos.command})` : ''}; ` : '';
       tr.append(el('td', '', 'replay'), el('td', '',
-        `${r.nodeid || r.cassette}: ${verdict}; ${r.consumed} of ${r.loaded} calls served, ${r.unconsumed} unconsumed, ${r.extra} extra (receipt ${receipt.path})`));
+        `${r.nodeid || r.cassette}: ${chaos}${verdict}; ${r.consumed} of ${r.loaded} calls served, ${r.unconsumed} unconsumed, ${r.extra} extra (receipt ${receipt.path})`));
       body.append(tr);
     }
   }

@@ -1,0 +1,307 @@
+"""Chaos replay in pytest: each cassette as N schedules, and the session's summary line.
+
+Imported by every pytest run (the options live here): the replay engine, where the
+scheduler is, is imported only when a ``--sessiontape-chaos*`` option is given.
+
+``pytest --replay X --sessiontape-chaos N`` collects ``x.jsonl`` as N items,
+``x[chaos-S]`` ... ``x[chaos-S+N-1]`` (``S``: ``--sessiontape-chaos-seed``, default 0),
+so pytest-xdist spreads them like any tests. ``--sessiontape-chaos-seed S`` alone runs
+the one schedule ``S``. An item fails when its schedule fails; an inadmissible schedule
+passes (it is counted apart in the summary). The results travel to the xdist controller
+as user properties of the item's report, and the controller prints the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..replayer import Schedule
+    from ..report import ChaosResult
+
+__all__ = [
+    "CHAOS_PROPERTY",
+    "ChaosSettings",
+    "add_chaos_options",
+    "chaos_header",
+    "chaos_settings",
+    "configure_chaos",
+    "reproduce_command",
+]
+
+#: The user property carrying an item's chaos result (JSON data) to the controller.
+CHAOS_PROPERTY: Final = "sessiontape_chaos"
+_KEY: Final = pytest.StashKey["ChaosSettings"]()
+#: The defaults ``pytest --help`` names, written out so that the help does not import the
+#: replay engine: the replayer's ``DEFAULT_DEPTH`` and ``DEFAULT_STALL_LIMIT`` (a test
+#: checks that they agree). The options default to ``None``, resolved from the replayer.
+_HELP_DEPTH: Final = 3
+_HELP_STALL_LIMIT: Final = 10.0
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of schedules (1 or more).")
+    return number
+
+
+def _seed(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a seed (an integer, 0 or more).")
+    return number
+
+
+def _strategy(value: str) -> str:
+    from ..replayer import Strategy  # argparse calls this only when the option is given
+
+    try:
+        return Strategy(value.strip().lower()).value
+    except ValueError:
+        choices = ", ".join(s.value for s in Strategy)
+        raise argparse.ArgumentTypeError(
+            f"unknown chaos strategy {value!r}; use one of {choices}."
+        ) from None
+
+
+def _depth(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a PCT depth (1 or more).")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or math.isinf(number):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds.")
+    return number
+
+
+def add_chaos_options(group: Any) -> None:
+    """The ``--sessiontape-chaos*`` options, in the plugin's option group."""
+    group.addoption(
+        "--sessiontape-chaos",
+        dest="sessiontape_chaos",
+        default=None,
+        type=_count,
+        metavar="N",
+        help="replay each cassette under N chaos schedules (items x[chaos-SEED]): the "
+        "workers' threads interleaved by a seeded scheduler, to find races production "
+        "did not hit.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-seed",
+        dest="sessiontape_chaos_seed",
+        default=None,
+        type=_seed,
+        metavar="S",
+        help="the first chaos seed (default 0); alone, run the one schedule S.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-strategy",
+        dest="sessiontape_chaos_strategy",
+        default=None,
+        type=_strategy,
+        metavar="{pct,random}",
+        help="how the scheduler picks the next thread: pct (default; probabilistic "
+        "concurrency testing) or random.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-depth",
+        dest="sessiontape_chaos_depth",
+        default=None,
+        type=_depth,
+        metavar="D",
+        help=f"PCT's bug depth: D-1 priority change points per schedule (default {_HELP_DEPTH}).",
+    )
+    group.addoption(
+        "--sessiontape-chaos-save",
+        dest="sessiontape_chaos_save",
+        default=None,
+        metavar="DIR",
+        help="write each failing schedule to DIR as a cassette of its own, which replays "
+        "in plain mode and fails the same way.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-stall-limit",
+        dest="sessiontape_chaos_stall_limit",
+        default=None,
+        type=_seconds,
+        metavar="SECONDS",
+        help="real seconds a worker may take to reach its next boundary call while others "
+        f"wait, before the schedule fails as a possible deadlock (default "
+        f"{_HELP_STALL_LIMIT:g}).",
+    )
+
+
+# A NamedTuple, not a frozen dataclass: a dataclass compiles its methods when the module
+# is imported, which every pytest run does.
+class ChaosSettings(NamedTuple):
+    """The chaos options of one pytest run (``seeds`` empty: chaos is off, and the other
+    fields are not read)."""
+
+    seeds: tuple[int, ...]
+    strategy: str
+    depth: int
+    stall_limit: float
+    save: Path | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ChaosSettings:
+        count: int | None = config.getoption("sessiontape_chaos", None)
+        seed: int | None = config.getoption("sessiontape_chaos_seed", None)
+        if count is None and seed is None:
+            return cls(seeds=(), strategy="", depth=0, stall_limit=0.0, save=None)
+        from ..replayer import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Strategy
+
+        first = seed or 0
+        strategy: str | None = config.getoption("sessiontape_chaos_strategy", None)
+        depth: int | None = config.getoption("sessiontape_chaos_depth", None)
+        stall_limit: float | None = config.getoption("sessiontape_chaos_stall_limit", None)
+        save: str | None = config.getoption("sessiontape_chaos_save", None)
+        return cls(
+            seeds=tuple(range(first, first + (count or 1))),
+            strategy=strategy or Strategy.PCT.value,
+            depth=depth or DEFAULT_DEPTH,
+            stall_limit=stall_limit or DEFAULT_STALL_LIMIT,
+            save=(config.invocation_params.dir / save).resolve() if save else None,
+        )
+
+    @property
+    def on(self) -> bool:
+        return bool(self.seeds)
+
+    def schedule(self, seed: int) -> Schedule:
+        from ..replayer import Schedule
+
+        return Schedule(
+            seed=seed, strategy=self.strategy, depth=self.depth, stall_limit=self.stall_limit
+        )
+
+
+def chaos_settings(config: pytest.Config) -> ChaosSettings:
+    settings = config.stash.get(_KEY, None)
+    if settings is None:
+        settings = config.stash[_KEY] = ChaosSettings.from_config(config)
+    return settings
+
+
+def reproduce_command(shown: str, result: ChaosResult, settings: ChaosSettings) -> str:
+    """The one command that runs this schedule again."""
+    from ..replayer import DEFAULT_STALL_LIMIT, Strategy
+
+    parts = [
+        "pytest",
+        "--replay",
+        shown,
+        "--sessiontape-chaos-seed",
+        str(result.seed),
+        "--sessiontape-chaos-strategy",
+        result.strategy,
+    ]
+    if result.strategy == Strategy.PCT.value:
+        parts += ["--sessiontape-chaos-depth", str(result.depth)]
+    if settings.stall_limit != DEFAULT_STALL_LIMIT:
+        parts += ["--sessiontape-chaos-stall-limit", f"{settings.stall_limit:g}"]
+    return shlex.join(parts)
+
+
+def chaos_header(config: pytest.Config) -> str | None:
+    """The report header's chaos line (seeds, strategy, depth), so any run can be redone."""
+    settings = chaos_settings(config)
+    if not settings.on:
+        return None
+    first, last = settings.seeds[0], settings.seeds[-1]
+    from ..replayer import Strategy  # chaos is on: the engine is needed anyway
+
+    seeds = f"seed {first}" if first == last else f"seeds {first}..{last}"
+    depth = f", depth {settings.depth}" if settings.strategy == Strategy.PCT.value else ""
+    return (
+        f"sessiontape chaos: {len(settings.seeds)} schedule(s) per cassette, {seeds}, "
+        f"strategy {settings.strategy}{depth}"
+    )
+
+
+def configure_chaos(config: pytest.Config) -> None:
+    """Register the summary of this run's schedules (when chaos is on)."""
+    if chaos_settings(config).on:
+        config.pluginmanager.register(_ChaosSummary(config), _ChaosSummary.NAME)
+
+
+class _ChaosSummary:
+    """Collects every schedule's result (from xdist workers too) and prints the line."""
+
+    NAME: Final = "sessiontape-chaos"
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == CHAOS_PROPERTY and isinstance(value, dict):
+                self.results.append(value)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        line = summary_line(self.results, chaos_settings(self.config))
+        if line:
+            terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self) -> None:
+        if self.config.pluginmanager.is_registered(self):
+            self.config.pluginmanager.unregister(self)
+
+
+def summary_line(results: list[dict[str, Any]], settings: ChaosSettings) -> str:
+    """``sessiontape chaos: 100 schedules, 93 admissible, 2 failed (1 distinct) ...``."""
+    if not results:
+        return ""
+    from ..replayer import Strategy, pct_bound
+
+    run = len(results)
+    inadmissible = sum(1 for r in results if r["verdict"] == "inadmissible")
+    failed = [r for r in results if r["verdict"] == "failed"]
+    distinct = {(r["cassette"], r["signature"]) for r in failed}
+    share = (run - inadmissible) / run
+    line = (
+        f"sessiontape chaos: {run} schedules run, {run - inadmissible} admissible "
+        f"({share:.0%}), {len(failed)} failed, {len(distinct)} distinct failures"
+    )
+    if settings.strategy == Strategy.PCT.value:
+        # The weakest guarantee among the cassettes: the one with the most steps and threads.
+        bound = min(pct_bound(r["steps"], r["threads"], settings.depth) for r in results)
+        per_cassette: dict[str, int] = {}
+        for r in results:
+            per_cassette[r["cassette"]] = per_cassette.get(r["cassette"], 0) + 1
+        schedules = min(per_cassette.values())
+        found = 1 - (1 - bound) ** schedules
+        line += (
+            f"; PCT depth {settings.depth}: a bug of depth {settings.depth} is found with "
+            f"probability >= {bound:.2e} per schedule (1/(n*k^(d-1))), >= {found:.2e} "
+            f"over {schedules} schedules of a cassette"
+        )
+    return line

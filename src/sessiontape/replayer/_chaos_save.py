@@ -1,0 +1,136 @@
+"""A failing chaos schedule written as a tape of its own: a regression test.
+
+The saved tape holds the calls in the order the schedule ran them, each under the worker
+that made it, answered as the original tape answered it; a verify call holds the result it
+really gave under the schedule. Replayed in plain mode, each worker's queue then serves
+what the schedule served it, and the verify calls (which a plain replay runs in their
+recorded order) run in the schedule's order: the program takes the same path and fails
+the same way. Everything else of the original (header, snapshots, the recorded end and
+crash) is kept as it was; calls nested in a substituted call are left out, as replay never
+expects them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import UsageError
+from ..cassette import SIDECAR_SUFFIX, CallEntry, is_cassette, write_private_file
+
+__all__ = ["save_schedule"]
+
+#: Entry kinds that are calls (renumbered and reordered); everything else keeps its place.
+_CALL_KINDS: Final = frozenset({"process", "agent_turn", "store_mutation", "call"})
+
+
+def _lines(path: str) -> list[dict[str, Any]]:
+    with open(path, "rb") as fh:
+        return [msgspec.json.decode(line) for line in fh if line.strip()]
+
+
+def _with_answer(entry: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """A verify call's entry holding the result (or error) it gave under the schedule."""
+    entry = dict(entry)
+    if isinstance(answer, dict) and "error" in answer:
+        entry["error"] = answer["error"]
+        entry.pop("result", None)
+    elif isinstance(answer, dict) and "result" in answer:
+        entry["result"] = answer["result"]
+        entry.pop("error", None)
+    return entry
+
+
+def save_schedule(
+    source: str,
+    ran: Sequence[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+    answers: Mapping[int, tuple[int | None, Mapping[str, Any] | None, Any]],
+    token_for: Callable[[str], CallEntry],
+    target: Path,
+) -> Path:
+    """Write a schedule that ran on the tape ``source`` to the cassette ``target``.
+
+    ``ran`` and ``answers`` are the chaos engine's record of the calls as they ran
+    (``answers`` by order, for the verify calls);
+    ``token_for(boundary)`` the entry standing in for a verify call with no recorded twin.
+
+    ``target`` is replaced only if it is a cassette already (a schedule saved before);
+    anything else there is refused. The file is written beside it and renamed over it.
+    """
+    if os.path.lexists(target) and not is_cassette(target):
+        raise UsageError(
+            f"{target} exists and is not a sessiontape cassette; sessiontape will not "
+            "overwrite it. Choose another directory for --sessiontape-chaos-save."
+        )
+    lines = _lines(source)
+    by_seq = {line["seq"]: line for line in lines if line.get("kind") in _CALL_KINDS}
+    # Every other entry (header, snapshots, crash, end) goes after as many calls as it
+    # followed in the original; the end stays last.
+    others: list[tuple[int, dict[str, Any]]] = []
+    count = 0
+    for line in lines:
+        if line.get("kind") in _CALL_KINDS:
+            count += 1
+        else:
+            others.append((count if line.get("kind") != "session_end" else 1 << 62, line))
+    calls: list[dict[str, Any]] = []
+    for order, (worker, boundary, entry, _) in enumerate(ran, 1):
+        _, request, answer = answers.get(order, (None, None, None))
+        if entry is not None:
+            line = dict(by_seq[entry.seq])
+        else:
+            # A verify call with no recorded twin: the stand-in entry, with today's request.
+            assert boundary is not None
+            token = by_seq[token_for(boundary).seq]
+            line = dict(token)
+            assert request is not None
+            line["operation" if "operation" in line else "method"] = request["method"]
+            line["args"] = request["args"]
+            line["kwargs"] = request["kwargs"]
+        if answer is not None:
+            line = _with_answer(line, answer)
+        line["worker"] = worker
+        line["parent"] = None
+        calls.append(line)
+    ordered: list[dict[str, Any]] = []
+    pending = iter(others)
+    upcoming = next(pending, None)
+    for index in range(len(calls) + 1):
+        while upcoming is not None and min(upcoming[0], len(calls)) <= index:
+            ordered.append(upcoming[1])
+            upcoming = next(pending, None)
+        if index < len(calls):
+            ordered.append(calls[index])
+    out = []
+    for number, line in enumerate(ordered):
+        line = dict(line)
+        line["seq"] = number
+        out.append(line)
+    data = b"".join(msgspec.json.encode(line) + b"\n" for line in out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    if os.path.lexists(temporary):
+        os.unlink(temporary)
+    write_private_file(temporary, data)
+    os.replace(temporary, target)
+    _copy_sidecar(Path(source), target)
+    return target
+
+
+def _copy_sidecar(source: Path, target: Path) -> None:
+    """Payloads kept beside the original go beside the saved tape too."""
+    blobs = source.with_name(source.name + SIDECAR_SUFFIX)
+    if not blobs.is_dir():
+        return
+    there = target.with_name(target.name + SIDECAR_SUFFIX)
+    there.mkdir(mode=0o700, exist_ok=True)
+    for blob in blobs.iterdir():
+        copy = there / blob.name
+        if blob.is_file() and not copy.exists():
+            shutil.copyfile(blob, copy)
+            os.chmod(copy, 0o600)

@@ -1,0 +1,388 @@
+"""The scheduler: the application's threads run one at a time between scheduling points.
+
+A chaos replay (``_chaos.py``) passes the *baton* from thread to thread. The thread that
+holds it runs; every other scheduled thread waits at a scheduling point (a boundary call,
+a ``tape.clock`` sleep) until the strategy (``_schedule.py``) hands the baton to it.
+Between two scheduling points a worker touches only its own state, so these are the only
+points where an interleaving can differ.
+
+Threads are known by the order they were started in (the thread that entered the tape is
+0), never by id. A thread started while the tape is active registers at once and waits
+for the baton before running any application code; one that joins another leaves the
+scheduler for the join and comes back when the joined thread has ended. The scheduler
+waits for every thread it expects (started, or woken by a join) before it picks, so the
+choices never depend on how fast a thread got there.
+
+Nothing here runs in a plain replay: the chaos engine installs it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from .._context import starting_internal, worker_var
+from .._time import REAL
+from ._schedule import Schedule, make_strategy
+
+__all__ = ["ScheduleStopped", "Scheduler"]
+
+_REAL_START: Final = threading.Thread.start
+_REAL_JOIN: Final = threading.Thread.join
+
+
+class ScheduleStopped(BaseException):
+    """Raised in the application's threads at their scheduling points once a schedule
+    has stopped (inadmissible, or failed). A ``BaseException``, so that an application
+    catching ``Exception`` does not carry on past it."""
+
+
+class _Thread:
+    """One scheduled thread."""
+
+    __slots__ = ("ended", "joiners", "order", "priority", "sleeping", "streak", "wake", "worker")
+
+    def __init__(self, order: int, lock: threading.Lock) -> None:
+        self.order = order
+        #: Its own condition on the scheduler's lock: a hand-over wakes only the thread
+        #: that gets the baton.
+        self.wake = threading.Condition(lock)
+        self.sleeping = False
+        self.streak = 0
+        self.priority = 0.0
+        self.worker = "?"
+        self.ended = False
+        #: Threads waiting in ``join()`` for this one.
+        self.joiners: list[_Thread] = []
+
+
+class Scheduler:
+    """Hands the baton among the application's threads, as ``schedule`` decides.
+
+    ``steps`` estimates how many scheduling decisions a run takes (PCT places its change
+    points among them); ``max_steps`` bounds them (past it, no progress is assumed).
+    ``on_error(exc, worker)`` is called in a scheduled thread that an exception ends,
+    while it still holds the baton (``worker``: its last ambient worker id).
+    ``on_stall(message)`` is called once (with the scheduler's lock held) when the
+    schedule must stop because a thread never reached its next scheduling point.
+    """
+
+    def __init__(
+        self,
+        schedule: Schedule,
+        *,
+        steps: int,
+        max_steps: int,
+        on_stall: Callable[[str], None],
+        on_error: Callable[[BaseException, str], None],
+    ) -> None:
+        self.schedule = schedule
+        self._strategy = make_strategy(schedule, steps)
+        self._limit = schedule.stall_limit
+        self._max_steps = max_steps
+        self._on_stall = on_stall
+        self._on_error = on_error
+        #: Guards the scheduler's state; each thread waits on a condition of its own on it.
+        self._lock = threading.Lock()
+        self._all: list[_Thread] = []
+        self._by_ident: dict[int, _Thread] = {}
+        self._waiting: list[_Thread] = []
+        self._running: _Thread | None = None
+        self._last: _Thread | None = None
+        self._pending = 0
+        self._started = 0
+        #: Steps in a row that ended in a sleep.
+        self._sleeps = 0
+        #: Whether the last pick still stands for the thread it chose (see point()).
+        self._settled = False
+        #: Scheduling decisions made so far.
+        self.steps = 0
+        #: Threads the scheduler has run (the one that entered the tape included).
+        self.threads = 0
+        self._progress = REAL.monotonic()
+        #: Set once the schedule has stopped: every thread then raises at its next point.
+        self.stopped = False
+
+    # -- the thread that entered the tape ------------------------------------------------
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Schedule the calling thread (it holds the baton) and the threads started in
+        the block; at its end, stop whatever still waits."""
+        me = self._new_thread()
+        me.worker = worker_var.get()
+        with self._lock:
+            self._by_ident[threading.get_ident()] = me
+            self._running = me
+        start, join = threading.Thread.start, threading.Thread.join
+        threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
+        threading.Thread.join = self._patched_join()  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            threading.Thread.start = start  # type: ignore[method-assign]
+            threading.Thread.join = join  # type: ignore[method-assign]
+            with self._lock:
+                self.stopped = True
+                self._end_locked(me)
+                self._wake_all_locked()
+
+    def _new_thread(self) -> _Thread:
+        thread = _Thread(self._started, self._lock)
+        self._all.append(thread)
+        self._started += 1
+        self.threads += 1
+        self._strategy.admit(thread)
+        return thread
+
+    # -- scheduling points -----------------------------------------------------------
+
+    def point(self, *, sleeping: bool = False) -> None:
+        """A scheduling point of the calling thread: let the strategy pick who runs next,
+        and wait for the baton. A thread the scheduler did not start passes through."""
+        me = self._by_ident.get(threading.get_ident())
+        if me is None:
+            if self.stopped:
+                raise ScheduleStopped
+            return
+        with self._lock:
+            if self.stopped:
+                raise ScheduleStopped
+            me.worker = worker_var.get()
+            if (
+                self._settled
+                and not sleeping
+                and self._running is me
+                and not self._strategy.changes_at(self.steps + 1)
+            ):
+                # Nothing the last pick looked at has changed: the strategy would pick
+                # this thread again (PCT), so the step is taken without asking it.
+                self.steps += 1
+                self._sleeps = me.streak = 0
+                return
+            self._settled = False
+            if self._running is me:
+                self._running = None
+            me.sleeping = sleeping
+            self._sleeps = self._sleeps + 1 if sleeping else 0
+            me.streak = self._sleeps
+            if not self._waiting and not self._pending and self._running is None:
+                # Alone: it goes on, and the step still counts (PCT's change points).
+                self.steps += 1
+                self._strategy.alone(me, self.steps)
+                me.sleeping = False
+                self._running = self._last = me
+                self._progress = REAL.monotonic()
+                return
+            self._waiting.append(me)
+            self._dispatch_locked()
+            self._wait_locked(me)
+
+    def _dispatch_locked(self) -> None:
+        """Hand the baton on, if it is free and every expected thread has arrived."""
+        if self._running is not None or self._pending or not self._waiting or self.stopped:
+            return
+        self.steps += 1
+        if self.steps > self._max_steps:
+            self._stall_locked(
+                f"the threads passed {self._max_steps} scheduling points without the "
+                "replay coming to an end (a livelock: threads polling for each other)"
+            )
+            return
+        chosen = self._strategy.pick(self._waiting, self.steps, self._last)
+        self._waiting.remove(chosen)
+        # Until a thread arrives, wakes or a change point comes, PCT picks the same.
+        self._settled = self._strategy.sticky and chosen is self._by_ident.get(
+            threading.get_ident()
+        )
+        chosen.sleeping = False
+        self._running = self._last = chosen
+        self._progress = REAL.monotonic()
+        if chosen is not self._by_ident.get(threading.get_ident()):
+            chosen.wake.notify()
+
+    def _wait_locked(self, me: _Thread) -> None:
+        """Wait until ``me`` holds the baton; past the stall limit, stop the schedule."""
+        while self._running is not me:
+            if self.stopped:
+                raise ScheduleStopped
+            left = self._progress + self._limit - REAL.monotonic()
+            if left <= 0:
+                self._stall_locked(self._stall_message())
+                raise ScheduleStopped
+            me.wake.wait(left)
+
+    def _stall_message(self) -> str:
+        running = self._running
+        if running is None:
+            return (
+                f"{self._pending} thread(s) started or woken did not reach a scheduling "
+                f"point within {self._limit:g}s"
+            )
+        return (
+            f"worker {running.worker!r} did not reach its next scheduling point within "
+            f"{self._limit:g}s (blocked outside a boundary call: a lock, a queue, a join "
+            "of a thread that waits for it)"
+        )
+
+    def _wake_all_locked(self) -> None:
+        for thread in self._all:
+            thread.wake.notify_all()
+
+    def _stall_locked(self, message: str) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self._wake_all_locked()
+            # Called with the lock held: the callback must not take it.
+            self._on_stall(message)
+
+    def stop(self) -> None:
+        """Stop the schedule: every scheduled thread raises at its next point."""
+        with self._lock:
+            self.stopped = True
+            self._wake_all_locked()
+
+    # -- threads starting, ending, joining ---------------------------------------------
+
+    def _patched_start(self) -> Callable[[threading.Thread], None]:
+        scheduler = self
+        current = threading.Thread.start
+
+        def start(thread: threading.Thread) -> None:
+            if (
+                scheduler.stopped
+                or starting_internal()
+                or getattr(thread, "_sessiontape_internal", False)
+            ):
+                current(thread)
+                return
+            with scheduler._lock:
+                me = scheduler._new_thread()
+                scheduler._pending += 1
+                scheduler._settled = False
+            thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
+            run = thread.run
+
+            def scheduled_run() -> None:
+                try:
+                    scheduler._arrive(me)
+                    run()
+                except ScheduleStopped:
+                    pass
+                except BaseException as exc:
+                    # Reported while it still holds the baton: where it died is part of
+                    # the schedule, not of how fast the others were.
+                    scheduler._on_error(exc, me.worker)
+                    raise
+                finally:
+                    scheduler._end(me)
+
+            thread.run = scheduled_run  # type: ignore[method-assign]
+            try:
+                current(thread)
+            except BaseException:
+                with scheduler._lock:
+                    scheduler._pending -= 1
+                    scheduler._dispatch_locked()
+                raise
+
+        return start
+
+    def _arrive(self, me: _Thread) -> None:
+        """A started thread's first scheduling point, before any application code."""
+        with self._lock:
+            self._by_ident[threading.get_ident()] = me
+            self._pending -= 1
+            self._settled = False
+            if self.stopped:
+                raise ScheduleStopped
+            me.worker = worker_var.get()
+            self._waiting.append(me)
+            self._dispatch_locked()
+            self._wait_locked(me)
+
+    def _end(self, me: _Thread) -> None:
+        with self._lock:
+            self._end_locked(me)
+            self._by_ident.pop(threading.get_ident(), None)
+
+    def _end_locked(self, me: _Thread) -> None:
+        me.ended = True
+        if me in self._waiting:
+            self._waiting.remove(me)
+        # Its joiners wake up now: expected back before the next pick.
+        self._pending += len(me.joiners)
+        self._settled = False
+        if self._running is me:
+            self._running = None
+        self._dispatch_locked()
+
+    def _patched_join(self) -> Callable[..., None]:
+        scheduler = self
+        current = threading.Thread.join
+
+        def join(thread: threading.Thread, timeout: float | None = None) -> None:
+            me = scheduler._by_ident.get(threading.get_ident())
+            target = _scheduled(thread, scheduler)
+            if me is None or target is None or scheduler.stopped:
+                current(thread, timeout)
+                return
+            with scheduler._lock:
+                if target.ended or scheduler._running is not me:
+                    woken = None
+                else:
+                    woken = target
+                    target.joiners.append(me)
+                    scheduler._running = None
+                    scheduler._dispatch_locked()
+            if woken is None:
+                current(thread, timeout)
+                return
+            try:
+                _join_watching(scheduler, thread, timeout, current)
+            finally:
+                with scheduler._lock:
+                    if me in target.joiners:
+                        target.joiners.remove(me)
+                        if target.ended:
+                            scheduler._pending -= 1
+                    if scheduler.stopped:
+                        raise ScheduleStopped
+                    me.worker = worker_var.get()
+                    scheduler._settled = False
+                    scheduler._waiting.append(me)
+                    scheduler._dispatch_locked()
+                    scheduler._wait_locked(me)
+
+        return join
+
+
+def _scheduled(thread: threading.Thread, scheduler: Scheduler) -> _Thread | None:
+    scheduled = getattr(thread, "_sessiontape_scheduled", None)
+    return scheduled if isinstance(scheduled, _Thread) else None
+
+
+def _join_watching(
+    scheduler: Scheduler, thread: threading.Thread, timeout: float | None, join: Any
+) -> None:
+    """``thread.join(timeout)``, checking meanwhile that the scheduled threads progress:
+    a joined thread that waits for its joiner would otherwise hang the replay."""
+    deadline = None if timeout is None else REAL.monotonic() + timeout
+    while True:
+        step = scheduler.steps
+        wait = scheduler._limit
+        if deadline is not None:
+            wait = min(wait, deadline - REAL.monotonic())
+        join(thread, max(0.0, wait))
+        if not thread.is_alive() or scheduler.stopped:
+            return
+        if deadline is not None and REAL.monotonic() >= deadline:
+            return
+        with scheduler._lock:
+            stalled = scheduler.steps == step and (
+                REAL.monotonic() - scheduler._progress >= scheduler._limit
+            )
+            if stalled:
+                scheduler._stall_locked(scheduler._stall_message())

@@ -1,0 +1,172 @@
+"""The result of one chaos schedule, as data (the receipt) and as text (the failure).
+
+Nothing here depends on timing, thread ids or the directory a replay ran in: the same
+seed gives byte-identical text and data on any machine.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "SHOWN_PER_WORKER",
+    "ChaosCall",
+    "ChaosFailure",
+    "ChaosResult",
+    "ChaosVerdict",
+    "FailureKind",
+]
+
+#: How many calls of each worker the failure text shows, counting back from the end.
+SHOWN_PER_WORKER: Final = 8
+
+
+class ChaosVerdict(str, enum.Enum):
+    """What became of a schedule."""
+
+    #: It ran to its end and no oracle objected.
+    PASSED = "passed"
+    #: Some call had no recorded answer: the tape cannot say what would have happened.
+    #: Not a failure; counted apart.
+    INADMISSIBLE = "inadmissible"
+    #: An oracle objected (see :class:`FailureKind`).
+    FAILED = "failed"
+
+
+class FailureKind(str, enum.Enum):
+    """Which oracle found a failing schedule."""
+
+    #: An exception ended a worker, or left the application, that production did not raise.
+    EXCEPTION = "exception"
+    #: The application finished with another outcome than recorded.
+    OUTCOME = "outcome"
+    #: A declared invariant (``tape.invariant``, ``sessiontape_invariant``) was violated.
+    INVARIANT = "invariant"
+    #: A thread did not reach its next scheduling point within the limit.
+    DEADLOCK = "deadlock"
+
+
+class ChaosCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One boundary call as it ran under the schedule."""
+
+    #: Its place in the order the calls ran (1, 2, ...).
+    order: int
+    #: The worker that made it.
+    worker: str
+    boundary: str
+    #: The recorded call that answered it (``None``: a verify call with no recorded twin).
+    seq: int | None
+    #: What was asked, in short (``git merge --no-ff ...``, ``claim_next('worker-1')``);
+    #: filled for the calls the report shows (the last few of each worker), else empty.
+    call: str
+
+
+class ChaosFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """What an oracle found."""
+
+    kind: FailureKind
+    message: str
+    worker: str | None = None
+    #: The ``order`` of the last call before the failure (0: before any call).
+    after: int = 0
+
+
+class ChaosResult(msgspec.Struct, kw_only=True):
+    """One chaos schedule of one cassette: its verdict and the calls in the order they ran."""
+
+    cassette: str
+    seed: int
+    strategy: str
+    depth: int
+    verdict: ChaosVerdict
+    failure: ChaosFailure | None = None
+    #: Why the schedule was inadmissible.
+    inadmissible: str | None = None
+    #: Scheduling decisions made, and threads scheduled.
+    steps: int = 0
+    threads: int = 0
+    #: Recorded calls and the workers that made them, for PCT's bound.
+    recorded_calls: int = 0
+    recorded_workers: int = 0
+    calls: list[ChaosCall] = []
+    #: The command that runs this schedule again.
+    command: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict is ChaosVerdict.FAILED
+
+    @property
+    def signature(self) -> str:
+        """What tells two failures apart (kind and message), for counting distinct ones."""
+        if self.failure is None:
+            return ""
+        return f"{self.failure.kind.value}: {self.failure.message}"
+
+    def schedule(self) -> list[dict[str, Any]]:
+        """The calls as ``{seq, worker, boundary, order}`` items, in the order they ran
+        (the shape the viewer draws)."""
+        return [
+            {"seq": c.seq, "worker": c.worker, "boundary": c.boundary, "order": c.order}
+            for c in self.calls
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON data (the receipt's ``chaos`` object)."""
+        failure = None
+        if self.failure is not None:
+            failure = {
+                "kind": self.failure.kind.value,
+                "message": self.failure.message,
+                "worker": self.failure.worker,
+                "after": self.failure.after,
+            }
+        return {
+            "cassette": self.cassette,
+            "seed": self.seed,
+            "strategy": self.strategy,
+            "depth": self.depth,
+            "verdict": self.verdict.value,
+            "failure": failure,
+            "inadmissible": self.inadmissible,
+            "steps": self.steps,
+            "threads": self.threads,
+            "command": self.command,
+            "schedule": self.schedule(),
+        }
+
+    def render(self) -> str:
+        """The text a failing (or inadmissible) schedule shows."""
+        head = f"sessiontape chaos: {self.cassette}: {self.verdict.value}"
+        label = f"seed {self.seed}, strategy {self.strategy}"
+        if self.strategy == "pct":
+            label += f", depth {self.depth}"
+        lines = [f"{head} ({label}; {len(self.calls)} calls in {self.steps} steps)"]
+        if self.failure is not None:
+            who = f" in worker {self.failure.worker!r}" if self.failure.worker else ""
+            lines.append(f"{self.failure.kind.value}{who}: {self.failure.message}")
+        if self.inadmissible is not None:
+            lines.append(f"inadmissible (not a failure): {self.inadmissible}")
+        if self.calls:
+            lines.append("")
+            lines.append(
+                "The schedule up to the end, per worker (#order: call [recorded seq]); "
+                f"the last {SHOWN_PER_WORKER} calls of each:"
+            )
+            for worker in sorted({c.worker for c in self.calls}):
+                mine = [c for c in self.calls if c.worker == worker]
+                lines.append(f"  {worker} ({len(mine)} calls)")
+                if len(mine) > SHOWN_PER_WORKER:
+                    lines.append("    ...")
+                for c in mine[-SHOWN_PER_WORKER:]:
+                    seq = f" [seq {c.seq}]" if c.seq is not None else ""
+                    lines.append(f"    #{c.order} {c.boundary}: {c.call}{seq}")
+            last = self.calls[-1]
+            lines.append(f"  last call: #{last.order} by {last.worker}")
+        if self.command:
+            lines.append("")
+            lines.append(f"Reproduce: {self.command}")
+        return "\n".join(lines)
