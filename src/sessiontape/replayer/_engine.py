@@ -19,18 +19,8 @@ from typing import Any, Final
 import msgspec
 
 from .._context import worker_var
-from .._errors import CassetteError, TruncatedPayloadError, UnrecordedCallError, UsageError
-from ..cassette import (
-    Blob,
-    CallEntry,
-    Level,
-    Payload,
-    PayloadCodec,
-    Recording,
-    Sidecar,
-    damaged_line,
-)
-from ..cassette import stored as stored_payload
+from .._errors import UnrecordedCallError, UsageError
+from ..cassette import CallEntry, Level, Payload, PayloadCodec, Recording, Sidecar
 from ..report import MismatchKind, ReplayMismatch, ReplayReport
 from ..scrub import PathRoots, Scrubber, Unencodable, to_data
 from ._align import Aligner, Normalize
@@ -40,6 +30,7 @@ from ._invariants import Invariant, Invariants
 from ._match import Matcher, Noise
 from ._order import Sequencer
 from ._outcome import Outcome
+from ._payloads import served, stored
 from ._select import Selectors
 from ._timepatch import prepare as prepare_time
 from ._update import Updater
@@ -240,49 +231,13 @@ class ReplayEngine:
     def payload(
         self, entry: CallEntry, stored: Payload | msgspec.Raw, field: str, *, text: bool
     ) -> Any:
-        """A recorded payload as served today (placeholders expanded).
-
-        Raises :class:`TruncatedPayloadError` for a payload kept as a digest only, and
-        :class:`CassetteError` for one whose sidecar file is missing or damaged.
-        """
-        payload = self.stored(entry, stored, field)
-        try:
-            return self.codec.decode(payload, text=text)
-        except LookupError as exc:
-            raise TruncatedPayloadError(seq=entry.seq, field=field, digest=str(exc)) from None
-        except (OSError, ValueError) as exc:
-            assert isinstance(payload, Blob)
-            where = self.codec.sidecar.file_for(payload.sha256, gz=payload.gzip)  # type: ignore[union-attr]
-            raise CassetteError(
-                f"seq {entry.seq}: the recorded {field} ({payload.size} bytes) is kept in the "
-                f"sidecar file {where}, which cannot be read ({exc}). Copy the cassette with "
-                "its .blobs directory, or re-record it.",
-                path=self.recording.path,
-            ) from None
+        """A recorded payload as served today (placeholders expanded); see
+        :func:`._payloads.served` for the errors of a digest-only or damaged payload."""
+        return served(self.codec, self.recording, entry, stored, field, text=text)
 
     def stored(self, entry: CallEntry, value: Payload | msgspec.Raw, field: str) -> Payload:
-        """A process call's ``stdout`` or ``stderr`` as stored, for either form of the entry
-        (a replay loads them as their JSON, decoded here; see ``cassette/_lazy.py``).
-
-        The loader took any JSON there: one that is not a payload (a string, a blob or
-        null) is a damaged line, named here with a :class:`CassetteError`.
-        """
-        if not isinstance(value, msgspec.Raw):
-            return value
-        mapped = self.recording.mapped
-        if mapped is not None:
-            mapped.served(len(value))
-        try:
-            payload: Payload = stored_payload(value)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise damaged_line(
-                self.recording.path,
-                entry.seq,
-                f"seq {entry.seq}: the recorded {field} is not an output sessiontape "
-                f"wrote (a string, a blob or null): {exc}. Fix or delete the line, or "
-                "re-record the cassette.",
-            ) from None
-        return payload
+        """A process call's ``stdout`` or ``stderr`` as stored (see :func:`._payloads.stored`)."""
+        return stored(self.recording, entry, value, field)
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error raised when a call has no recorded answer."""
