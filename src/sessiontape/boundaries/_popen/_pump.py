@@ -28,7 +28,7 @@ from typing import Final
 
 from ...cassette import Payload
 from ...replayer import IN_FLIGHT
-from ._pipes import close_quietly, pending_bytes, start_thread
+from ._pipes import close_quietly, internal_thread, pending_bytes
 
 __all__ = ["STALL_SECONDS", "Pump"]
 
@@ -105,9 +105,11 @@ class Pump:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         IN_FLIGHT.add(self)
+        self._thread = internal_thread(self._run, f"sessiontape-pump-{self._name}")
         try:
-            self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
+            self._thread.start()
         except BaseException:
+            self._thread = None
             IN_FLIGHT.discard(self)
             raise
 
@@ -268,6 +270,7 @@ class Pump:
         finally:
             self._close_wake()
             IN_FLIGHT.discard(self)
+            self._thread = None  # an ended pump holds no thread (see internal_thread)
 
     def _loop(self) -> None:
         while not self._step():

@@ -28,8 +28,15 @@ from .._process import IN_PROCESS_CALL, env_delta, record_process
 from .._protocols import RecordSide
 from .._unseen import intercepted
 from ._asyncio import recording_asyncio
-from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
-from ._pipes import start_thread as _start_thread
+from ._pipes import (
+    ORIGINALS,
+    TRACKER,
+    ChunkLog,
+    Spawn,
+    close_quietly,
+    install_methods,
+    internal_thread,
+)
 
 __all__ = ["recording_popen"]
 
@@ -97,6 +104,16 @@ class _Tracked:
             gone = any(events & _READER_GONE for _, events in poller.poll(0))
         if gone:
             thread.join(_SETTLE_SECONDS)
+
+    def relay_ended(self, stream: str) -> None:
+        """A relay's thread is done: its object is dropped (a program may count the
+        thread objects it can still see, as CPython 3.10's test support does)."""
+        me = threading.current_thread()
+        with self._lock:
+            if stream == "stdin":
+                self.stdin_relay = None
+            else:
+                self.output_relays = [t for t in self.output_relays if t is not me]
 
     def relay_done(self) -> None:
         with self._lock:
@@ -195,6 +212,7 @@ def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
     finally:
         tracked.close_relay(stream, src, dst)
         tracked.relay_done()
+        tracked.relay_ended(stream)
 
 
 class _Recording:
@@ -275,15 +293,19 @@ class _Recording:
             setattr(popen, TRACKER, tracked)
             with recording._lock:
                 recording.live.add(tracked)
+            threads = []
             for src, dst, name in relays:
-                thread = _start_thread(
+                thread = internal_thread(
                     functools.partial(_relay, tracked, src, dst, name),
                     f"sessiontape-relay-{popen.pid}-{name}",
                 )
+                threads.append(thread)
                 if name == "stdin":
                     tracked.stdin_relay = thread
                 else:
                     tracked.output_relays.append(thread)
+            for thread in threads:
+                thread.start()
 
         return _execute_child
 
@@ -299,7 +321,7 @@ class _Recording:
         deadline = REAL.monotonic() + _DRAIN_SECONDS
         for tracked in sorted(live, key=lambda t: t.opened[0]):
             if tracked.ended_ns is not None:
-                for thread in tracked.output_relays:
+                for thread in list(tracked.output_relays):
                     thread.join(max(0.0, deadline - REAL.monotonic()))
             tracked.write(unfinished=tracked.ended_ns is None)
 
