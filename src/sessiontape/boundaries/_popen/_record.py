@@ -74,6 +74,11 @@ class _Tracked:
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
         self.signals: list[int] = []
+        #: How many of ``signals`` came once every piped output had reached end-of-file.
+        self.signals_after_eof = 0
+        #: The piped outputs (stdout, stderr), and how many of them have ended.
+        self.outputs = 0
+        self.outputs_ended = 0
         self.written = False
         #: The stdin relay and the write end it feeds the child through, while open.
         self.stdin_relay: threading.Thread | None = None
@@ -87,7 +92,19 @@ class _Tracked:
         with self._fds_lock:
             if stream == "stdin":
                 self.stdin_end = -1
+            else:  # counted before the program can see the end of file
+                self.outputs_ended += 1
             close_quietly(src, dst)
+
+    def signaled(self, sig: int) -> None:
+        """The program sent the running process ``sig``."""
+        with self._fds_lock:
+            # Once all its output has ended, a signal does not end the output: a
+            # terminate() that races a process already exiting (replay does not hold its
+            # output back for it).
+            after_eof = self.outputs > 0 and self.outputs_ended == self.outputs
+        self.signals.append(sig)
+        self.signals_after_eof += after_eof
 
     def _settle_stdin(self) -> None:
         """The program learnt that the child exited: if no process holds the child's
@@ -152,6 +169,7 @@ class _Tracked:
             "signals": list(self.signals) or None,
             "unfinished": unfinished,
             "wait_timeouts": self.wait_timeouts,
+            "signals_after_eof": self.signals_after_eof,
         }
         streams: dict[str, bytes | None] = {
             name: ChunkLog.joined(chunks, name) if name in self.piped else None
@@ -286,6 +304,7 @@ class _Recording:
                     record_process(rec, opened, tracked.argv, input=None, spawn_error=err, **call)
                 raise
             tracked.piped = {name for _, _, name in relays}
+            tracked.outputs = len(tracked.piped - {"stdin"})
             for _, dst, name in relays:
                 if name == "stdin":
                     tracked.stdin_end = dst
@@ -380,7 +399,7 @@ def _send_signal(self: Any, sig: int) -> None:
     ORIGINALS["send_signal"](self, sig)
     tracked = _tracked(self)
     if tracked is not None and self.returncode is None:
-        tracked.signals.append(int(sig))  # it was running: the signal was sent
+        tracked.signaled(int(sig))  # it was running: the signal was sent
 
 
 @contextlib.contextmanager
@@ -397,7 +416,7 @@ def recording_popen(rec: RecordSide) -> Iterator[None]:
 def _signaled(popen: Any, sig: int) -> None:
     tracked = _tracked(popen)
     if tracked is not None:
-        tracked.signals.append(sig)
+        tracked.signaled(sig)
 
 
 def _exited(popen: Any, code: int | None) -> None:
