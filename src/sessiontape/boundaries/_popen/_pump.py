@@ -114,8 +114,7 @@ class Pump:
             raise
 
     def may_end(self) -> None:
-        """The process may end once its output is out (the recorded timeouts that kept it
-        running are all served); it ends as one that ended by itself."""
+        """The recorded timeouts are all served: it ends once its output is out."""
         self._ends_by_itself = True
         self._wake()
 
@@ -140,8 +139,7 @@ class Pump:
         return any(ready)
 
     def signal(self, sig: int) -> None:
-        """The program signalled the process: its output ends now (and if the pump had
-        ended it already, the process ends now)."""
+        """The program signalled the process: its output ends now (if ended: the process)."""
         first = self.signaled is None
         self.signaled = sig
         if self.finished.is_set():
