@@ -220,13 +220,13 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     end: ``polls`` is how many times ``poll()`` or ``wait(timeout)`` found it still
     running, ``wait_timeouts`` how many of those were ``wait(timeout)`` calls (``None`` in
     tapes from before it was recorded), ``timeouts`` how many
-    ``communicate(timeout=...)`` calls timed out, ``signals``
-    the signals the program sent it while it ran (``signals_after_eof``: how many of them
-    came once all its piped output had reached end-of-file, so that they did not end its
-    output), and ``unfinished`` that it was still running when interception ended. A
-    *conversation* (stdin written after output was read) keeps its bytes as ``chunks``
-    in the order they crossed the pipes, and then leaves ``input``, ``stdout`` and
-    ``stderr`` empty.
+    ``communicate(timeout=...)`` calls timed out, ``signals`` the signals the program sent
+    it while it ran (``signals_after_eof``: how many of them came once all its piped
+    output had ended, at end-of-file or closed by the program, so that they did not end
+    its output), and ``unfinished`` that it was still running when interception ended. A
+    *conversation* (stdin written after output was read) keeps its bytes as ``chunks`` in
+    the order they crossed the pipes, and then leaves ``input``, ``stdout`` and ``stderr``
+    empty.
     """
 
     argv: list[str]

@@ -74,7 +74,8 @@ class _Tracked:
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
         self.signals: list[int] = []
-        #: How many of ``signals`` came once every piped output had reached end-of-file.
+        #: How many of ``signals`` came once every piped output had ended (end-of-file,
+        #: or the program closed its end).
         self.signals_after_eof = 0
         #: The piped outputs (stdout, stderr), and how many of them have ended.
         self.outputs = 0
