@@ -107,13 +107,20 @@ def reliability(session: nox.Session) -> None:
     First the safety tests as the suite runs them, then ``tests/safety/reliability.py``:
     200 kill -9 trials, the disk-fault matrix, 80,000 calls from 16 threads, more than
     100,000 fuzzed tapes and the secret corpus by place and kind (about five minutes on
-    two cores). ``nox -s reliability -- --quick`` runs a small version and writes nothing.
+    two cores), then chaos replay's (1,000 schedules over the corpus, 20 runs of 100
+    schedules per planted race), then the full conformance run (``conformance``, about
+    three minutes).
+    ``nox -s reliability -- --quick`` runs a small version and writes nothing.
     """
     session.install("-e", ".[test]")
     session.run("pytest", "-q", "-p", "no:randomly", "-n", "2", "tests/safety")
     session.run("python", "tests/safety/reliability.py", *session.posargs)
     # Chaos replay: 1,000 schedules over the corpus, 20 x 100 schedules per planted race.
     session.run("python", "tests/chaos/reliability.py", *session.posargs)
+    # CPython's own subprocess tests in full (CI runs their --quick slice): about three
+    # minutes on two cores; the figures go into RELIABILITY.md by hand, per interpreter.
+    quick = ["--quick"] if "--quick" in session.posargs else []
+    session.run("python", "tests/conformance/run_conformance.py", *quick)
 
 
 @nox.session
@@ -186,6 +193,36 @@ def _find_python(version: str) -> str | None:
     return None
 
 
+def _python_venv(session: nox.Session, version: str, what: str) -> str:
+    """The python of the project's virtualenv on CPython ``version`` (made and installed
+    with the test and bench extras as needed); the session is skipped, or with
+    ``SESSIONTAPE_PYTHONS_REQUIRED=1`` failed, when the machine lacks that CPython."""
+    interpreter = _find_python(version)
+    if interpreter is None:
+        message = (
+            f"CPython {version} is not on this machine (no working python{version} on "
+            f"the PATH, no pyenv install of it): `pyenv install {version}` to run {what} "
+            "on it"
+        )
+        if os.environ.get("SESSIONTAPE_PYTHONS_REQUIRED") == "1":
+            session.error(message)
+        session.skip(message)
+    # A virtualenv of our own (nox looks interpreters up on the PATH only, where a
+    # pyenv shim of a version not selected answers but does not run).
+    venv = os.path.join(".nox", f"tests-{version.replace('.', '-')}")
+    python = os.path.join(venv, "bin", "python")
+    marker = os.path.join(venv, ".installed")
+    if not os.path.exists(python):
+        session.run(interpreter, "-m", "venv", venv, external=True)
+    # The editable install follows the sources; it is redone only when the project's
+    # metadata (its dependencies) changed since.
+    if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime("pyproject.toml"):
+        session.run(python, "-m", "pip", "install", "-q", "-e", ".[test,bench]", external=True)
+        with open(marker, "w", encoding="utf-8") as done:
+            done.write(f"{interpreter}\n")
+    return python
+
+
 def _suite_on(version: str, *, fast: bool) -> None:
     """Define the session ``tests-<version>`` (the suite on that CPython), or with ``fast``
     ``tests-fast-<version>`` (:data:`FAST_SLICE` on it)."""
@@ -193,31 +230,7 @@ def _suite_on(version: str, *, fast: bool) -> None:
 
     @nox.session(name=name, python=False, tags=["pythons-fast" if fast else "pythons"])
     def run(session: nox.Session) -> None:
-        interpreter = _find_python(version)
-        if interpreter is None:
-            message = (
-                f"CPython {version} is not on this machine (no working python{version} on "
-                f"the PATH, no pyenv install of it): `pyenv install {version}` to run the "
-                "suite on it"
-            )
-            if os.environ.get("SESSIONTAPE_PYTHONS_REQUIRED") == "1":
-                session.error(message)
-            session.skip(message)
-        # A virtualenv of our own (nox looks interpreters up on the PATH only, where a
-        # pyenv shim of a version not selected answers but does not run).
-        venv = os.path.join(".nox", f"tests-{version.replace('.', '-')}")
-        python = os.path.join(venv, "bin", "python")
-        marker = os.path.join(venv, ".installed")
-        if not os.path.exists(python):
-            session.run(interpreter, "-m", "venv", venv, external=True)
-        # The editable install follows the sources; it is redone only when the project's
-        # metadata (its dependencies) changed since.
-        if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(
-            "pyproject.toml"
-        ):
-            session.run(python, "-m", "pip", "install", "-q", "-e", ".[test,bench]", external=True)
-            with open(marker, "w", encoding="utf-8") as done:
-                done.write(interpreter + "\n")
+        python = _python_venv(session, version, "the suite")
         if fast:
             args = ["-n", "2", "-q", "-p", "no:randomly", *FAST_SLICE, *session.posargs]
         else:
@@ -247,6 +260,25 @@ def conformance(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run("python", "tests/conformance/run_conformance.py", *session.posargs)
+
+
+def _conformance_on(version: str) -> None:
+    """Define the session ``conformance-<version>``: the conformance run on that CPython."""
+
+    @nox.session(name=f"conformance-{version}", python=False, tags=["conformances"])
+    def run(session: nox.Session) -> None:
+        python = _python_venv(session, version, "the conformance run")
+        script = os.path.join("tests", "conformance", "run_conformance.py")
+        session.run(python, script, *session.posargs, external=True)
+
+    run.__doc__ = (
+        f"CPython {version}'s own subprocess tests plain, recording and replaying (found on "
+        "the PATH or under pyenv); ``nox -t conformances -- --quick`` runs the CI slice on each."
+    )
+
+
+for _version in PYTHONS:
+    _conformance_on(_version)
 
 
 @nox.session

@@ -31,9 +31,14 @@ import sys
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from re import _constants as C
-from re import _parser as P
 from typing import Any, NamedTuple
+
+if sys.version_info >= (3, 11):
+    from re import _constants as C
+    from re import _parser as P
+else:  # Python 3.10 names them sre_constants and sre_parse
+    import sre_constants as C
+    import sre_parse as P
 
 try:
     import tomllib

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 import unittest
 import warnings
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ class _Result(unittest.TestResult):
         self._out = out
         self._status: dict[str, str] = {}
         self._detail: dict[str, str] = {}
+        self._started: dict[str, float] = {}
 
     def emit(self, record: dict[str, Any]) -> None:
         """Append ``record`` as one flushed line."""
@@ -64,11 +66,14 @@ class _Result(unittest.TestResult):
     def begin(self, test_id: str) -> None:
         """A test starts (before its tape is opened)."""
         self._status[test_id] = "pass"
+        self._started[test_id] = time.monotonic()
         self.emit({"event": "start", "id": test_id})
 
     def end(self, test_id: str, extra: dict[str, Any]) -> None:
         """A test ended (after its tape was closed): its status, detail and ``extra``."""
         record = {"event": "end", "id": test_id, "status": self._status.get(test_id, "pass")}
+        started = self._started.pop(test_id, time.monotonic())
+        record["seconds"] = round(time.monotonic() - started, 3)
         if test_id in self._detail:
             record["detail"] = self._detail[test_id]
         record.update(extra)

@@ -52,7 +52,11 @@ EXCLUDED: dict[str, tuple[str, str]] = {
     _P + "test_call_string": ("fresh path", "runs a script written to a new temp file"),
     _T + "test_cwd_with_absolute_arg": ("fresh path", "cwd is a new temp dir"),
     # -- subprocess's own spawn ------------------------------------------------------------
-    _T + "test__use_vfork": ("spawn internals", "mocks _fork_exec and checks its arguments"),
+    # (in ProcessTestCase on 3.11 and 3.12, in POSIXProcessTestCase from 3.13)
+    "test_subprocess.*ProcessTestCase.test__use_vfork": (
+        "spawn internals",
+        "mocks _fork_exec and checks its arguments",
+    ),
     _P + "test_preexec_errpipe_does_not_double_close_pipes": (
         "spawn internals",
         "a Popen subclass whose _execute_child checks the pipe fds of the real spawn",
@@ -61,7 +65,7 @@ EXCLUDED: dict[str, tuple[str, str]] = {
 
 #: Entries for tests that only some CPython versions have.
 SOME_VERSIONS: dict[str, str] = {
-    _T + "test__use_vfork": "3.11 and 3.12",
+    "test_subprocess.*ProcessTestCase.test__use_vfork": "3.11 to 3.13",
 }
 
 #: The CI slice (``run_conformance.py --quick``): patterns of tests that take a few seconds in all,

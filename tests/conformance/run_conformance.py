@@ -265,6 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     _section("fail on replay with a mismatch in the report", with_mismatch, replay)
     _section("fail on replay with report ok, not in the list: DEFECT", silent, replay)
     _section("spawned a process on replay: DEFECT", spawned, replay)
+    # A replay that takes seconds has waited for a guard (10 s) or come close: worth a look
+    # even when it passes.
+    slow = [
+        (replay[i]["seconds"], i) for i in passed_record if replay.get(i, {}).get("seconds", 0) > 5
+    ]
+    if slow:
+        print(f"\nreplays that took over 5 s ({len(slow)}):")
+        for seconds, test_id in sorted(slow, reverse=True):
+            print(f"  {_short(test_id)}  {seconds:.1f} s  {replay[test_id]['status']}")
     if listed_passing:
         print(f"\nin the reviewed list but passing on replay ({len(listed_passing)}):")
         for test_id in listed_passing:
@@ -283,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         "silent": silent,
         "not_transparent": not_transparent,
         "spawned": spawned,
+        "slow_replays": [i for _, i in slow],
         "defects": defects,
     }
     if args.json:

@@ -50,13 +50,13 @@ def streams(proc: Popen[Any]) -> list[tuple[str, bool] | None]:
 def threads_started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the threads the replay side starts (none on the fast path)."""
     started: list[str] = []
-    real = _pump.start_thread
+    real = _pump.internal_thread
 
     def counted(target: Callable[[], None], name: str) -> threading.Thread:
         started.append(name)
         return real(target, name)
 
-    monkeypatch.setattr(_pump, "start_thread", counted)
+    monkeypatch.setattr(_pump, "internal_thread", counted)
     return started
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import select
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import PIPE
 
@@ -15,7 +17,7 @@ import pytest
 
 import sessiontape
 
-from .conftest import PY
+from .conftest import PY, RoundTrip
 
 
 def _relays() -> list[str]:
@@ -106,3 +108,56 @@ def test_an_asyncio_subprocess_cancelled_after_start_ends_while_recording(tmp_pa
         _cancel_post_init()
     (call,) = sessiontape.load(tmp_path / "t.jsonl").calls
     assert call.returncode == -9
+
+
+def _our_threads_left() -> list[str]:
+    """The sessiontape threads the program can still see, running or as objects (CPython
+    3.10's test support counts both, ``threading._dangling``), waiting up to about five
+    seconds of real time for them to go (``select``: no clock replay patches)."""
+    for _ in range(500):
+        gc.collect()
+        left = sorted(
+            o.name
+            for o in gc.get_objects()
+            if isinstance(o, threading.Thread) and o.name.startswith("sessiontape-")
+        )
+        if not left:
+            break
+        select.select([], [], [], 0.01)
+    return left
+
+
+async def _asyncio_communicate() -> tuple[bytes, int | None]:
+    proc = await asyncio.create_subprocess_exec(
+        PY, "-c", "import sys; print(sys.stdin.read().upper())", stdin=PIPE, stdout=PIPE
+    )
+    out, _ = await proc.communicate(b"abc")
+    return out, proc.returncode
+
+
+def _drive_processes(d: Path) -> tuple[object, ...]:
+    code = "import sys\nfor line in sys.stdin: print(line.strip().upper(), flush=True)"
+    proc = subprocess.Popen([PY, "-c", code], stdin=PIPE, stdout=PIPE, stderr=PIPE)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(b"one\n")
+    proc.stdin.flush()
+    first = proc.stdout.readline()  # a conversation: replayed by a pump thread
+    rest = proc.communicate(b"two\n")
+    done = subprocess.run([PY, "-c", "print('x')"], capture_output=True, check=True)
+    aio = asyncio.run(_asyncio_communicate())
+    return first, rest, proc.returncode, done.stdout, aio, _our_threads_left()
+
+
+def test_no_thread_of_ours_outlives_the_processes_it_served(
+    round_trip: Callable[..., RoundTrip],
+) -> None:
+    # Relays (recording), pumps and asyncio's wait guards (replay) end with the process
+    # they serve, and nothing keeps their objects: a program that counts the threads it
+    # can see after its processes ended counts none of ours.
+    trip = round_trip(_drive_processes)
+    assert trip.recorded[:-1] == (b"ONE\n", (b"TWO\n", b""), 0, b"x\n", (b"ABC\n", 0))
+    assert trip.recorded[-1] == []
+    assert trip.replayed == trip.recorded
+    assert trip.spawned_on_replay == 0
+    assert trip.report.ok, trip.report.render()

@@ -175,6 +175,21 @@ def p_asyncio_kill_and_terminate(d: Path) -> Any:
     return asyncio.run(_asyncio_kill_and_terminate())
 
 
+def p_terminate_after_the_output_ended(d: Path) -> Any:
+    # CPython's test_pipe_cloexec_real_tools: the program reads the output to its end, then
+    # terminate()s a process that is exiting by itself (here it ignores the signal, so the
+    # race always goes the same way). Replay must not hold the output back for the signal.
+    code = (
+        "import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('out', flush=True); sys.stdout.close(); os.close(1); time.sleep(0.3)"
+    )
+    proc = Popen([PY, "-c", code], stdout=PIPE)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    proc.terminate()
+    return out, proc.wait(), proc.poll()
+
+
 AS_RECORDED: dict[str, Callable[[Path], Any]] = {
     "asyncio_kill_and_terminate": p_asyncio_kill_and_terminate,
     "communicate_after_a_timeout": p_communicate_after_a_timeout,
@@ -184,6 +199,7 @@ AS_RECORDED: dict[str, Callable[[Path], Any]] = {
     "communicate_timeouts_then_kill": p_communicate_timeouts_then_kill,
     "mock_patched_stdin": p_mock_patched_stdin,
     "mock_patched_stdin_communicate": p_mock_patched_stdin_communicate,
+    "terminate_after_the_output_ended": p_terminate_after_the_output_ended,
 }
 
 
@@ -195,7 +211,18 @@ def test_replays_as_recorded(name: str, round_trip: Callable[..., RoundTrip]) ->
 def test_asyncio_signals_are_recorded(round_trip: Callable[..., RoundTrip]) -> None:
     trip = round_trip(bounded(p_asyncio_kill_and_terminate))
     assert [entry.signals for entry in trip.processes] == [[9], [15], [2]]
+    # Each ended the output (end-of-file came with it): none is counted as after it.
+    assert [entry.signals_after_eof for entry in trip.processes] == [0, 0, 0]
     check_same(trip)
+
+
+def test_a_signal_after_the_output_ended_is_recorded_as_such(
+    round_trip: Callable[..., RoundTrip],
+) -> None:
+    trip = round_trip(bounded(p_terminate_after_the_output_ended))
+    assert trip.recorded == (b"out\n", 0, 0)
+    (entry,) = trip.processes
+    assert (entry.signals, entry.signals_after_eof, entry.returncode) == ([15], 1, 0)
 
 
 def test_the_recorded_waits_are_what_the_program_saw(

@@ -149,6 +149,7 @@ def _guarded(original: Any, name: str, guard: Guard) -> Any:
 
         timer = threading.Timer(_fake.GUARD_SECONDS, loop.call_soon_threadsafe, (expire,))
         timer.daemon = True
+        timer.name = "sessiontape-guard"
         with internal_threads():
             timer.start()
         try:
@@ -159,6 +160,9 @@ def _guarded(original: Any, name: str, guard: Guard) -> Any:
             raise
         finally:
             timer.cancel()
+            # Gone when the call returns, as if it had never been (a program may count
+            # its threads); a cancelled timer ends at once.
+            timer.join()
 
     return method
 

@@ -71,7 +71,7 @@ class Fake:
     __slots__ = (
         "_callbacks", "_lock", "_served", "deadline", "ends_by_itself", "entry", "error",
         "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
-        "timeouts_left", "timing_out", "waits_left", "wiring",
+        "signal_ends_output", "timeouts_left", "timing_out", "waits_left", "wiring",
     )  # fmt: skip
 
     def __init__(self, server: ProcessReplay, entry: ProcessCall, wiring: Wiring | None) -> None:
@@ -91,7 +91,11 @@ class Fake:
         #: In a communicate() with no timeout; when the one under way gives up (real time).
         self.guarded = False
         self.deadline: float | None = None
-        self.ends_by_itself = not (entry.unfinished or entry.timeouts or entry.signals)
+        #: Whether its output ended only with a signal the program sent it; not when every
+        #: signal came once its output had ended (a terminate() racing its exit).
+        signals = entry.signals or ()
+        self.signal_ends_output = len(signals) > entry.signals_after_eof
+        self.ends_by_itself = not (entry.unfinished or entry.timeouts or self.signal_ends_output)
         #: The fast path's condition: what the process did needs neither a thread nor a
         #: pipe made before the program asks for one. Not a conversation (its recorded
         #: output waits for no stdin chunk), ended by itself (no timeout, signal or
@@ -105,7 +109,7 @@ class Fake:
         """Give the process its pump (before it is started)."""
         pump.on_stdin = self._stdin_problem
         pump.on_finish = self._finished
-        pump.awaits_signal = bool(self.entry.signals) and not self.entry.unfinished
+        pump.awaits_signal = self.signal_ends_output and not self.entry.unfinished
         pump.on_unsignaled = lambda: _unsignaled(self)
         self.pump = pump
         return pump
@@ -116,7 +120,8 @@ class Fake:
         """The return code the program sees once the process has ended."""
         recorded = self.entry.returncode
         sig = self.pump.signaled if self.pump is not None else None
-        if sig is not None and (self.ends_by_itself or recorded is None):
+        unsignaled = self.ends_by_itself and not self.entry.signals
+        if sig is not None and (unsignaled or recorded is None):
             return -sig  # killed here, though it ended by itself on the tape
         return recorded
 
@@ -378,7 +383,7 @@ def would_block(fake: Fake, call: str) -> NoReturn:
     entry = fake.entry
     if entry.unfinished:
         state = "was still running when interception ended"
-    elif entry.signals and (fake.pump is None or fake.pump.signaled is None):
+    elif fake.signal_ends_output and (fake.pump is None or fake.pump.signaled is None):
         state = f"was ended by the signal(s) {entry.signals} the program sent it"
     elif fake.timeouts_left > 0:
         state = (

@@ -29,9 +29,9 @@ __all__ = [
     "Spawn",
     "close_quietly",
     "install_methods",
+    "internal_thread",
     "pending_bytes",
     "popen_argv",
-    "start_thread",
 ]
 
 #: Replayed processes get ``pid = TAPE_PID_BASE + seq``: above Linux's highest possible
@@ -152,13 +152,15 @@ def close_quietly(*fds: int | None) -> None:
                 os.close(fd)
 
 
-def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    """Start one of the patch's own threads (not the application's: it takes no worker
-    name). Daemon, because it serves a process the program may leave running past the
-    interpreter's end; every one ends when its pipes close and is joined where it can be."""
+def internal_thread(target: Callable[[], None], name: str) -> threading.Thread:
+    """One of the patch's own threads, not started (not the application's: it takes no
+    worker name). Daemon, because it serves a process the program may leave running past
+    the interpreter's end; every one ends when its pipes close and is joined where it can
+    be. Its owner keeps it before starting it, so that the thread can drop its owner's
+    reference when it ends (however fast): a program may count the thread objects it can
+    still see, as CPython 3.10's test support does (``threading._dangling``)."""
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread._sessiontape_internal = True  # type: ignore[attr-defined]
-    thread.start()
     return thread
 
 

@@ -28,7 +28,7 @@ from typing import Final
 
 from ...cassette import Payload
 from ...replayer import IN_FLIGHT
-from ._pipes import close_quietly, pending_bytes, start_thread
+from ._pipes import close_quietly, internal_thread, pending_bytes
 
 __all__ = ["STALL_SECONDS", "Pump"]
 
@@ -105,15 +105,16 @@ class Pump:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         IN_FLIGHT.add(self)
+        self._thread = internal_thread(self._run, f"sessiontape-pump-{self._name}")
         try:
-            self._thread = start_thread(self._run, f"sessiontape-pump-{self._name}")
+            self._thread.start()
         except BaseException:
+            self._thread = None
             IN_FLIGHT.discard(self)
             raise
 
     def may_end(self) -> None:
-        """The process may end once its output is out (the recorded timeouts that kept it
-        running are all served); it ends as one that ended by itself."""
+        """The recorded timeouts are all served: it ends once its output is out."""
         self._ends_by_itself = True
         self._wake()
 
@@ -138,8 +139,7 @@ class Pump:
         return any(ready)
 
     def signal(self, sig: int) -> None:
-        """The program signalled the process: its output ends now (and if the pump had
-        ended it already, the process ends now)."""
+        """The program signalled the process: its output ends now (if ended: the process)."""
         first = self.signaled is None
         self.signaled = sig
         if self.finished.is_set():
@@ -268,6 +268,7 @@ class Pump:
         finally:
             self._close_wake()
             IN_FLIGHT.discard(self)
+            self._thread = None  # an ended pump holds no thread (see internal_thread)
 
     def _loop(self) -> None:
         while not self._step():

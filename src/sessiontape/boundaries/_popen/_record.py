@@ -28,8 +28,15 @@ from .._process import IN_PROCESS_CALL, env_delta, record_process
 from .._protocols import RecordSide
 from .._unseen import intercepted
 from ._asyncio import recording_asyncio
-from ._pipes import ORIGINALS, TRACKER, ChunkLog, Spawn, close_quietly, install_methods
-from ._pipes import start_thread as _start_thread
+from ._pipes import (
+    ORIGINALS,
+    TRACKER,
+    ChunkLog,
+    Spawn,
+    close_quietly,
+    install_methods,
+    internal_thread,
+)
 
 __all__ = ["recording_popen"]
 
@@ -67,6 +74,12 @@ class _Tracked:
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
         self.signals: list[int] = []
+        #: How many of ``signals`` came once every piped output had ended (end-of-file,
+        #: or the program closed its end).
+        self.signals_after_eof = 0
+        #: The piped outputs (stdout, stderr), and how many of them have ended.
+        self.outputs = 0
+        self.outputs_ended = 0
         self.written = False
         #: The stdin relay and the write end it feeds the child through, while open.
         self.stdin_relay: threading.Thread | None = None
@@ -80,7 +93,19 @@ class _Tracked:
         with self._fds_lock:
             if stream == "stdin":
                 self.stdin_end = -1
+            else:  # counted before the program can see the end of file
+                self.outputs_ended += 1
             close_quietly(src, dst)
+
+    def signaled(self, sig: int) -> None:
+        """The program sent the running process ``sig``."""
+        with self._fds_lock:
+            # Once all its output has ended, a signal does not end the output: a
+            # terminate() that races a process already exiting (replay does not hold its
+            # output back for it).
+            after_eof = self.outputs > 0 and self.outputs_ended == self.outputs
+        self.signals.append(sig)
+        self.signals_after_eof += after_eof
 
     def _settle_stdin(self) -> None:
         """The program learnt that the child exited: if no process holds the child's
@@ -97,6 +122,16 @@ class _Tracked:
             gone = any(events & _READER_GONE for _, events in poller.poll(0))
         if gone:
             thread.join(_SETTLE_SECONDS)
+
+    def relay_ended(self, stream: str) -> None:
+        """A relay's thread is done: its object is dropped (a program may count the
+        thread objects it can still see, as CPython 3.10's test support does)."""
+        me = threading.current_thread()
+        with self._lock:
+            if stream == "stdin":
+                self.stdin_relay = None
+            else:
+                self.output_relays = [t for t in self.output_relays if t is not me]
 
     def relay_done(self) -> None:
         with self._lock:
@@ -135,6 +170,7 @@ class _Tracked:
             "signals": list(self.signals) or None,
             "unfinished": unfinished,
             "wait_timeouts": self.wait_timeouts,
+            "signals_after_eof": self.signals_after_eof,
         }
         streams: dict[str, bytes | None] = {
             name: ChunkLog.joined(chunks, name) if name in self.piped else None
@@ -195,6 +231,7 @@ def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
     finally:
         tracked.close_relay(stream, src, dst)
         tracked.relay_done()
+        tracked.relay_ended(stream)
 
 
 class _Recording:
@@ -268,6 +305,7 @@ class _Recording:
                     record_process(rec, opened, tracked.argv, input=None, spawn_error=err, **call)
                 raise
             tracked.piped = {name for _, _, name in relays}
+            tracked.outputs = len(tracked.piped - {"stdin"})
             for _, dst, name in relays:
                 if name == "stdin":
                     tracked.stdin_end = dst
@@ -275,15 +313,19 @@ class _Recording:
             setattr(popen, TRACKER, tracked)
             with recording._lock:
                 recording.live.add(tracked)
+            threads = []
             for src, dst, name in relays:
-                thread = _start_thread(
+                thread = internal_thread(
                     functools.partial(_relay, tracked, src, dst, name),
                     f"sessiontape-relay-{popen.pid}-{name}",
                 )
+                threads.append(thread)
                 if name == "stdin":
                     tracked.stdin_relay = thread
                 else:
                     tracked.output_relays.append(thread)
+            for thread in threads:
+                thread.start()
 
         return _execute_child
 
@@ -299,7 +341,7 @@ class _Recording:
         deadline = REAL.monotonic() + _DRAIN_SECONDS
         for tracked in sorted(live, key=lambda t: t.opened[0]):
             if tracked.ended_ns is not None:
-                for thread in tracked.output_relays:
+                for thread in list(tracked.output_relays):
                     thread.join(max(0.0, deadline - REAL.monotonic()))
             tracked.write(unfinished=tracked.ended_ns is None)
 
@@ -358,7 +400,7 @@ def _send_signal(self: Any, sig: int) -> None:
     ORIGINALS["send_signal"](self, sig)
     tracked = _tracked(self)
     if tracked is not None and self.returncode is None:
-        tracked.signals.append(int(sig))  # it was running: the signal was sent
+        tracked.signaled(int(sig))  # it was running: the signal was sent
 
 
 @contextlib.contextmanager
@@ -375,7 +417,7 @@ def recording_popen(rec: RecordSide) -> Iterator[None]:
 def _signaled(popen: Any, sig: int) -> None:
     tracked = _tracked(popen)
     if tracked is not None:
-        tracked.signals.append(sig)
+        tracked.signaled(sig)
 
 
 def _exited(popen: Any, code: int | None) -> None:

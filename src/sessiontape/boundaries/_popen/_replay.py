@@ -318,7 +318,7 @@ def _timed_out(fake: Fake) -> None:
     process that ended by itself ends once its output is out (and is read)."""
     fake.timeouts_left -= 1
     entry = fake.entry
-    if not (fake.timeouts_left > 0 or entry.unfinished or entry.signals):
+    if not (fake.timeouts_left > 0 or entry.unfinished or fake.signal_ends_output):
         fake.ends_by_itself = True
         if fake.pump is not None:
             fake.pump.may_end()
