@@ -45,6 +45,7 @@ from ..report import (
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
+    DescribedCalls,
     FailureKind,
     MismatchKind,
     ReplayReport,
@@ -410,16 +411,23 @@ class ChaosEngine(ReplayEngine):
             threads=self.scheduler.threads,
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
-            calls=_described(self.calls),
+            calls=_described(list(self.calls)),
         )
         return exc is not None
 
 
 def _described(
     calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+) -> DescribedCalls:
+    """The calls as they ran, described when the result's calls are first read (a
+    passing schedule's seldom are)."""
+    return DescribedCalls(lambda: _describe(calls))
+
+
+def _describe(
+    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
 ) -> list[ChaosCall]:
-    """The calls as they ran; only those a report shows are described (describing
-    every call of a long tape would cost a good part of a schedule)."""
+    """The calls as they ran; only those a report shows get their text."""
     shown = _shown(calls)
     out = []
     for order, (worker, boundary, entry, request) in enumerate(calls, 1):
