@@ -31,6 +31,7 @@ __all__ = ["ScheduleStopped", "Scheduler"]
 
 _REAL_START: Final = threading.Thread.start
 _REAL_JOIN: Final = threading.Thread.join
+_get_ident: Final = threading.get_ident
 
 
 class ScheduleStopped(BaseException):
@@ -80,6 +81,8 @@ class Scheduler:
     ) -> None:
         self.schedule = schedule
         self._strategy = make_strategy(schedule, steps)
+        #: The steps at which the strategy changes something (PCT's change points).
+        self._changes = self._strategy.changes
         self._limit = schedule.stall_limit
         self._max_steps = max_steps
         self._on_stall = on_stall
@@ -114,7 +117,7 @@ class Scheduler:
         me = self._new_thread()
         me.worker = worker_var.get()
         with self._lock:
-            self._by_ident[threading.get_ident()] = me
+            self._by_ident[_get_ident()] = me
             self._running = me
         start, join = threading.Thread.start, threading.Thread.join
         threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
@@ -142,12 +145,16 @@ class Scheduler:
     def point(self, *, sleeping: bool = False) -> None:
         """A scheduling point of the calling thread: let the strategy pick who runs next,
         and wait for the baton. A thread the scheduler did not start passes through."""
-        me = self._by_ident.get(threading.get_ident())
+        me = self._by_ident.get(_get_ident())
         if me is None:
             if self.stopped:
                 raise ScheduleStopped
             return
-        with self._lock:
+        # acquire()/release() rather than ``with``: the hot path of every call, and
+        # half the lock's cost there.
+        lock = self._lock
+        lock.acquire()
+        try:
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
@@ -155,7 +162,7 @@ class Scheduler:
                 self._settled
                 and not sleeping
                 and self._running is me
-                and not self._strategy.changes_at(self.steps + 1)
+                and self.steps + 1 not in self._changes
             ):
                 # Nothing the last pick looked at has changed: the strategy would pick
                 # this thread again (PCT), so the step is taken without asking it.
@@ -179,6 +186,8 @@ class Scheduler:
             self._waiting.append(me)
             self._dispatch_locked()
             self._wait_locked(me)
+        finally:
+            lock.release()
 
     def _dispatch_locked(self) -> None:
         """Hand the baton on, if it is free and every expected thread has arrived."""
@@ -194,13 +203,11 @@ class Scheduler:
         chosen = self._strategy.pick(self._waiting, self.steps, self._last)
         self._waiting.remove(chosen)
         # Until a thread arrives, wakes or a change point comes, PCT picks the same.
-        self._settled = self._strategy.sticky and chosen is self._by_ident.get(
-            threading.get_ident()
-        )
+        self._settled = self._strategy.sticky and chosen is self._by_ident.get(_get_ident())
         chosen.sleeping = False
         self._running = self._last = chosen
         self._progress = REAL.monotonic()
-        if chosen is not self._by_ident.get(threading.get_ident()):
+        if chosen is not self._by_ident.get(_get_ident()):
             chosen.wake.notify()
 
     def _wait_locked(self, me: _Thread) -> None:
@@ -293,7 +300,7 @@ class Scheduler:
     def _arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
-            self._by_ident[threading.get_ident()] = me
+            self._by_ident[_get_ident()] = me
             self._pending -= 1
             self._settled = False
             if self.stopped:
@@ -306,7 +313,7 @@ class Scheduler:
     def _end(self, me: _Thread) -> None:
         with self._lock:
             self._end_locked(me)
-            self._by_ident.pop(threading.get_ident(), None)
+            self._by_ident.pop(_get_ident(), None)
 
     def _end_locked(self, me: _Thread) -> None:
         me.ended = True
@@ -324,7 +331,7 @@ class Scheduler:
         current = threading.Thread.join
 
         def join(thread: threading.Thread, timeout: float | None = None) -> None:
-            me = scheduler._by_ident.get(threading.get_ident())
+            me = scheduler._by_ident.get(_get_ident())
             target = _scheduled(thread, scheduler)
             if me is None or target is None or scheduler.stopped:
                 current(thread, timeout)
