@@ -7,11 +7,13 @@ Between two scheduling points a worker touches only its own state, so these are 
 points where an interleaving can differ.
 
 Threads are known by the order they were started in (the thread that entered the tape is
-0), never by id. A thread started while the tape is active registers at once and waits
-for the baton before running any application code; one that joins another leaves the
-scheduler for the join and comes back when the joined thread has ended. The scheduler
-waits for every thread it expects (started, or woken by a join) before it picks, so the
-choices never depend on how fast a thread got there.
+0), never by id. A thread started while the tape is active joins the waiting threads at
+once (its starter, holding the baton, puts it there) and waits for the baton before
+running any application code; one that joins another leaves the scheduler for the join
+and is put back among the waiting by the joined thread's end. So the waiting threads, and
+their order, are what the schedule made them, never how fast a thread got somewhere; and
+a pick never waits for a thread to wake first (a thread picked before it arrives finds
+the baton its own when it does).
 
 Nothing here runs in a plain replay: the chaos engine installs it.
 """
@@ -94,7 +96,6 @@ class Scheduler:
         self._waiting: list[_Thread] = []
         self._running: _Thread | None = None
         self._last: _Thread | None = None
-        self._pending = 0
         self._started = 0
         #: Steps in a row that ended in a sleep.
         self._sleeps = 0
@@ -175,7 +176,7 @@ class Scheduler:
             me.sleeping = sleeping
             self._sleeps = self._sleeps + 1 if sleeping else 0
             me.streak = self._sleeps
-            if not self._waiting and not self._pending and self._running is None:
+            if not self._waiting and self._running is None:
                 # Alone: it goes on, and the step still counts (PCT's change points).
                 self.steps += 1
                 self._strategy.alone(me, self.steps)
@@ -190,8 +191,8 @@ class Scheduler:
             lock.release()
 
     def _dispatch_locked(self) -> None:
-        """Hand the baton on, if it is free and every expected thread has arrived."""
-        if self._running is not None or self._pending or not self._waiting or self.stopped:
+        """Hand the baton on, if it is free and some thread waits for it."""
+        if self._running is not None or not self._waiting or self.stopped:
             return
         self.steps += 1
         if self.steps > self._max_steps:
@@ -225,8 +226,8 @@ class Scheduler:
         running = self._running
         if running is None:
             return (
-                f"{self._pending} thread(s) started or woken did not reach a scheduling "
-                f"point within {self._limit:g}s"
+                f"no scheduled thread reached a scheduling point within {self._limit:g}s "
+                "(each waits in a join for a thread that does not end)"
             )
         return (
             f"worker {running.worker!r} did not reach its next scheduling point within "
@@ -267,7 +268,9 @@ class Scheduler:
                 return
             with scheduler._lock:
                 me = scheduler._new_thread()
-                scheduler._pending += 1
+                # Waiting from now on, in start order: a pick need not wait for it to
+                # arrive, and never depends on which of the started threads came first.
+                scheduler._waiting.append(me)
                 scheduler._settled = False
             thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
             run = thread.run
@@ -291,8 +294,7 @@ class Scheduler:
                 current(thread)
             except BaseException:
                 with scheduler._lock:
-                    scheduler._pending -= 1
-                    scheduler._dispatch_locked()
+                    scheduler._end_locked(me)
                 raise
 
         return start
@@ -301,13 +303,10 @@ class Scheduler:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
             self._by_ident[_get_ident()] = me
-            self._pending -= 1
-            self._settled = False
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
-            self._waiting.append(me)
-            self._dispatch_locked()
+            # Among the waiting since its start (perhaps picked already).
             self._wait_locked(me)
 
     def _end(self, me: _Thread) -> None:
@@ -319,8 +318,10 @@ class Scheduler:
         me.ended = True
         if me in self._waiting:
             self._waiting.remove(me)
-        # Its joiners wake up now: expected back before the next pick.
-        self._pending += len(me.joiners)
+        # Its joiners' joins return now: they wait for the baton from here on, in the
+        # order they joined, whenever their threads wake.
+        self._waiting.extend(me.joiners)
+        me.joiners.clear()
         self._settled = False
         if self._running is me:
             self._running = None
@@ -341,6 +342,7 @@ class Scheduler:
                     woken = None
                 else:
                     woken = target
+                    me.worker = worker_var.get()
                     target.joiners.append(me)
                     scheduler._running = None
                     scheduler._dispatch_locked()
@@ -351,16 +353,17 @@ class Scheduler:
                 _join_watching(scheduler, thread, timeout, current)
             finally:
                 with scheduler._lock:
-                    if me in target.joiners:
+                    back_early = me in target.joiners
+                    if back_early:
                         target.joiners.remove(me)
-                        if target.ended:
-                            scheduler._pending -= 1
                     if scheduler.stopped:
                         raise ScheduleStopped
-                    me.worker = worker_var.get()
-                    scheduler._settled = False
-                    scheduler._waiting.append(me)
-                    scheduler._dispatch_locked()
+                    if back_early:
+                        # Back before the joined thread ended (a join with a timeout):
+                        # waiting again from now. (Had it ended, its end put us there.)
+                        scheduler._settled = False
+                        scheduler._waiting.append(me)
+                        scheduler._dispatch_locked()
                     scheduler._wait_locked(me)
 
         return join
