@@ -151,25 +151,29 @@ class Scheduler:
             if self.stopped:
                 raise ScheduleStopped
             return
-        # acquire()/release() rather than ``with``: the hot path of every call, and
-        # half the lock's cost there.
+        if (
+            self._settled
+            and not sleeping
+            and self._running is me
+            and self.steps + 1 not in self._changes
+            and not self.stopped
+        ):
+            # Nothing the last pick looked at has changed: the strategy would pick this
+            # thread again (PCT), so the step is taken without asking it. Without the
+            # lock: while this thread holds the baton, no other thread picks, counts a
+            # step or sets _settled (only the holder does); one that comes back from a
+            # join with a timeout meanwhile is as if it came back just after this step.
+            me.worker = worker_var.get()
+            self.steps += 1
+            self._sleeps = me.streak = 0
+            return
+        # acquire()/release() rather than ``with``: half the lock's cost, on every call.
         lock = self._lock
         lock.acquire()
         try:
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
-            if (
-                self._settled
-                and not sleeping
-                and self._running is me
-                and self.steps + 1 not in self._changes
-            ):
-                # Nothing the last pick looked at has changed: the strategy would pick
-                # this thread again (PCT), so the step is taken without asking it.
-                self.steps += 1
-                self._sleeps = me.streak = 0
-                return
             self._settled = False
             if self._running is me:
                 self._running = None
