@@ -152,11 +152,15 @@ class ChaosEngine(ReplayEngine):
         self._chaos_invariants: list[Invariant] = []
         #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
         #: request), and by order for each verify call what a saved schedule needs:
-        #: (recorded seq or None, its normalised request, its real result).
+        #: (recorded seq or None, its normalised request, its real result: None while
+        #: it runs, or when it was the recorded one, see _done).
         self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
-        #: Per thread, the verify call under way: (its order, its recorded twin, boundary).
-        self._open: dict[int, tuple[int, CallEntry | None, str]] = {}
+        #: Per thread, the order of the verify call under way.
+        self._open: dict[int, int] = {}
+        #: The orders of the verify calls that ended (their answer, if None, is the
+        #: recorded one: looked up only if the schedule is saved).
+        self._done: set[int] = set()
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
         self._failure: ChaosFailure | None = None
@@ -235,7 +239,7 @@ class ChaosEngine(ReplayEngine):
         if verify:
             order = len(self.calls)
             self.answers[order] = (entry.seq if entry is not None else None, request, None)
-            self._open[threading.get_ident()] = (order, entry, boundary or _boundary(entry))
+            self._open[threading.get_ident()] = order
 
     # A call answered by a recorded entry is described by that entry when the result is
     # built: nothing of the request is kept.
@@ -319,10 +323,10 @@ class ChaosEngine(ReplayEngine):
         if kind is MismatchKind.STORE_MISMATCH:
             # Another order gives other results: not a finding, but the real result is
             # what a saved schedule records.
-            opened = self._open.get(threading.get_ident())
-            if opened is not None:
-                seq, request, _ = self.answers[opened[0]]
-                self.answers[opened[0]] = (seq, request, fields.get("actual"))
+            order = self._open.get(threading.get_ident())
+            if order is not None:
+                seq, request, _ = self.answers[order]
+                self.answers[order] = (seq, request, fields.get("actual"))
             return
         super().mismatch(kind, **fields)
 
@@ -330,14 +334,10 @@ class ChaosEngine(ReplayEngine):
         return None  # the schedule, not the recording, orders verify calls
 
     def turn_done(self, name: str, seq: int) -> None:
-        opened = self._open.pop(threading.get_ident(), None)
-        if opened is not None:
-            order, entry, boundary = opened
-            seq_, request, actual = self.answers[order]
-            if actual is None:
-                actual = _recorded_answer(entry if entry is not None else self._tokens[boundary])
-            self.answers[order] = (seq_, request, actual)
-        message = violation(self._chaos_invariants)
+        order = self._open.pop(threading.get_ident(), None)
+        if order is not None:
+            self._done.add(order)
+        message = violation(self._chaos_invariants) if self._chaos_invariants else None
         if message is not None:
             self._fail(FailureKind.INVARIANT, message, worker_var.get())
             raise ScheduleStopped
@@ -356,8 +356,20 @@ class ChaosEngine(ReplayEngine):
     def save(self, target: Path) -> Path:
         """Write the schedule as it ran to the cassette ``target`` (see ``_chaos_save``)."""
         return save_schedule(
-            str(self.recording.path), self.calls, self.answers, self.token_for, target
+            str(self.recording.path), self.calls, self._saved_answers(), self.token_for, target
         )
+
+    def _saved_answers(self) -> dict[int, tuple[int | None, Mapping[str, Any] | None, Any]]:
+        """``answers``, with the recorded answer of each verify call that ended with it."""
+        answers = dict(self.answers)
+        for order in self._done:
+            seq, request, actual = answers[order]
+            if actual is None:
+                _, boundary, entry, _ = self.calls[order - 1]
+                if entry is None:
+                    entry = self._tokens[boundary or _boundary(entry)]
+                answers[order] = (seq, request, _recorded_answer(entry))
+        return answers
 
     # -- ending -----------------------------------------------------------------------
 
