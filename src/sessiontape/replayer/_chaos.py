@@ -152,14 +152,12 @@ class ChaosEngine(ReplayEngine):
         self._chaos_invariants: list[Invariant] = []
         #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
         #: request), and by order for each verify call what a saved schedule needs:
-        #: (recorded seq or None, its normalised request, its real result: None while
-        #: it runs, or when it was the recorded one, see _done).
+        #: (recorded seq or None, its normalised request, its real result or None).
         self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
         #: Per thread, the order of the verify call under way.
         self._open: dict[int, int] = {}
-        #: The orders of the verify calls that ended (their answer, if None, is the
-        #: recorded one: looked up only if the schedule is saved).
+        #: The verify calls that ended (by order): a None answer is the recorded one.
         self._done: set[int] = set()
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
@@ -355,21 +353,8 @@ class ChaosEngine(ReplayEngine):
 
     def save(self, target: Path) -> Path:
         """Write the schedule as it ran to the cassette ``target`` (see ``_chaos_save``)."""
-        return save_schedule(
-            str(self.recording.path), self.calls, self._saved_answers(), self.token_for, target
-        )
-
-    def _saved_answers(self) -> dict[int, tuple[int | None, Mapping[str, Any] | None, Any]]:
-        """``answers``, with the recorded answer of each verify call that ended with it."""
-        answers = dict(self.answers)
-        for order in self._done:
-            seq, request, actual = answers[order]
-            if actual is None:
-                _, boundary, entry, _ = self.calls[order - 1]
-                if entry is None:
-                    entry = self._tokens[boundary or _boundary(entry)]
-                answers[order] = (seq, request, _recorded_answer(entry))
-        return answers
+        answers = _saved_answers(self.calls, self.answers, self._done, self._tokens)
+        return save_schedule(str(self.recording.path), self.calls, answers, self.token_for, target)
 
     # -- ending -----------------------------------------------------------------------
 
@@ -471,6 +456,25 @@ def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any
 
 def _boundary(entry: CallEntry | None) -> str:
     return (boundary_of(entry) if entry is not None else None) or "?"
+
+
+def _saved_answers(
+    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+    answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]],
+    done: set[int],
+    tokens: Mapping[str, CallEntry],
+) -> dict[int, tuple[int | None, Mapping[str, Any] | None, Any]]:
+    """``answers``, with the recorded answer of each verify call in ``done`` that ended
+    with it (looked up only now: most schedules are never saved)."""
+    saved = dict(answers)
+    for order in done:
+        seq, request, actual = saved[order]
+        if actual is None:
+            _, boundary, entry, _ = calls[order - 1]
+            if entry is None:
+                entry = tokens[boundary or _boundary(entry)]
+            saved[order] = (seq, request, _recorded_answer(entry))
+    return saved
 
 
 def _recorded_answer(entry: CallEntry) -> Any:

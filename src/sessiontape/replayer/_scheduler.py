@@ -158,11 +158,9 @@ class Scheduler:
             and self.steps + 1 not in self._changes
             and not self.stopped
         ):
-            # Nothing the last pick looked at has changed: the strategy would pick this
-            # thread again (PCT), so the step is taken without asking it. Without the
-            # lock: while this thread holds the baton, no other thread picks, counts a
-            # step or sets _settled (only the holder does); one that comes back from a
-            # join with a timeout meanwhile is as if it came back just after this step.
+            # The strategy would pick this thread again (PCT): the step is taken without
+            # asking it, and without the lock (only the baton's holder picks, counts steps
+            # or sets _settled; a timed join coming back now comes back just after).
             me.worker = worker_var.get()
             self.steps += 1
             self._sleeps = me.streak = 0
@@ -222,22 +220,9 @@ class Scheduler:
                 raise ScheduleStopped
             left = self._progress + self._limit - REAL.monotonic()
             if left <= 0:
-                self._stall_locked(self._stall_message())
+                self._stall_locked(_stall_message(self._running, self._limit))
                 raise ScheduleStopped
             me.wake.wait(left)
-
-    def _stall_message(self) -> str:
-        running = self._running
-        if running is None:
-            return (
-                f"no scheduled thread reached a scheduling point within {self._limit:g}s "
-                "(each waits in a join for a thread that does not end)"
-            )
-        return (
-            f"worker {running.worker!r} did not reach its next scheduling point within "
-            f"{self._limit:g}s (blocked outside a boundary call: a lock, a queue, a join "
-            "of a thread that waits for it)"
-        )
 
     def _wake_all_locked(self) -> None:
         for thread in self._all:
@@ -373,6 +358,20 @@ class Scheduler:
         return join
 
 
+def _stall_message(running: _Thread | None, limit: float) -> str:
+    """Why a schedule stopped as a possible deadlock; ``running``: who held the baton."""
+    if running is None:
+        return (
+            f"no scheduled thread reached a scheduling point within {limit:g}s "
+            "(each waits in a join for a thread that does not end)"
+        )
+    return (
+        f"worker {running.worker!r} did not reach its next scheduling point within "
+        f"{limit:g}s (blocked outside a boundary call: a lock, a queue, a join "
+        "of a thread that waits for it)"
+    )
+
+
 def _scheduled(thread: threading.Thread, scheduler: Scheduler) -> _Thread | None:
     scheduled = getattr(thread, "_sessiontape_scheduled", None)
     return scheduled if isinstance(scheduled, _Thread) else None
@@ -399,4 +398,4 @@ def _join_watching(
                 REAL.monotonic() - scheduler._progress >= scheduler._limit
             )
             if stalled:
-                scheduler._stall_locked(scheduler._stall_message())
+                scheduler._stall_locked(_stall_message(scheduler._running, scheduler._limit))
