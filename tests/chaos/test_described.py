@@ -6,6 +6,8 @@ pass without anyone reading their calls; so the result holds them undescribed un
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,10 @@ def test_lazy_calls_equal_the_calls_described_at_once(cassette: Path) -> None:
     by_worker = {c.worker for c in listed}
     assert sum(1 for c in listed if c.call) <= 8 * len(by_worker)
     assert first.calls != listed[:-1]
+
+
+def test_a_result_pickles_and_copies_with_its_calls(cassette: Path) -> None:
+    result = _result(cassette, 2)
+    for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert again.calls == list(result.calls)
+        assert again.render() == result.render()

@@ -120,6 +120,10 @@ class DescribedCalls(Sequence[ChaosCall]):
     def __repr__(self) -> str:
         return repr(self._list())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (or copied) as the plain list: the describing closure stays behind.
+        return (list, (self._list(),))
+
 
 class ChaosResult(msgspec.Struct, kw_only=True):
     """One chaos schedule of one cassette: its verdict and the calls in the order they ran."""
