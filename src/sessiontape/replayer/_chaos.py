@@ -45,6 +45,7 @@ from ..report import (
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
+    DescribedCalls,
     FailureKind,
     MismatchKind,
     ReplayReport,
@@ -151,11 +152,13 @@ class ChaosEngine(ReplayEngine):
         self._chaos_invariants: list[Invariant] = []
         #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
         #: request), and by order for each verify call what a saved schedule needs:
-        #: (recorded seq or None, its normalised request, its real result).
+        #: (recorded seq or None, its normalised request, its real result or None).
         self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
-        #: Per thread, the verify call under way: (its order, its recorded twin, boundary).
-        self._open: dict[int, tuple[int, CallEntry | None, str]] = {}
+        #: Per thread, the order of the verify call under way.
+        self._open: dict[int, int] = {}
+        #: The verify calls that ended (by order): a None answer is the recorded one.
+        self._done: set[int] = set()
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
         self._failure: ChaosFailure | None = None
@@ -234,7 +237,7 @@ class ChaosEngine(ReplayEngine):
         if verify:
             order = len(self.calls)
             self.answers[order] = (entry.seq if entry is not None else None, request, None)
-            self._open[threading.get_ident()] = (order, entry, boundary or _boundary(entry))
+            self._open[threading.get_ident()] = order
 
     # A call answered by a recorded entry is described by that entry when the result is
     # built: nothing of the request is kept.
@@ -318,10 +321,10 @@ class ChaosEngine(ReplayEngine):
         if kind is MismatchKind.STORE_MISMATCH:
             # Another order gives other results: not a finding, but the real result is
             # what a saved schedule records.
-            opened = self._open.get(threading.get_ident())
-            if opened is not None:
-                seq, request, _ = self.answers[opened[0]]
-                self.answers[opened[0]] = (seq, request, fields.get("actual"))
+            order = self._open.get(threading.get_ident())
+            if order is not None:
+                seq, request, _ = self.answers[order]
+                self.answers[order] = (seq, request, fields.get("actual"))
             return
         super().mismatch(kind, **fields)
 
@@ -329,14 +332,10 @@ class ChaosEngine(ReplayEngine):
         return None  # the schedule, not the recording, orders verify calls
 
     def turn_done(self, name: str, seq: int) -> None:
-        opened = self._open.pop(threading.get_ident(), None)
-        if opened is not None:
-            order, entry, boundary = opened
-            seq_, request, actual = self.answers[order]
-            if actual is None:
-                actual = _recorded_answer(entry if entry is not None else self._tokens[boundary])
-            self.answers[order] = (seq_, request, actual)
-        message = violation(self._chaos_invariants)
+        order = self._open.pop(threading.get_ident(), None)
+        if order is not None:
+            self._done.add(order)
+        message = violation(self._chaos_invariants) if self._chaos_invariants else None
         if message is not None:
             self._fail(FailureKind.INVARIANT, message, worker_var.get())
             raise ScheduleStopped
@@ -354,9 +353,8 @@ class ChaosEngine(ReplayEngine):
 
     def save(self, target: Path) -> Path:
         """Write the schedule as it ran to the cassette ``target`` (see ``_chaos_save``)."""
-        return save_schedule(
-            str(self.recording.path), self.calls, self.answers, self.token_for, target
-        )
+        answers = _saved_answers(self.calls, self.answers, self._done, self._tokens)
+        return save_schedule(str(self.recording.path), self.calls, answers, self.token_for, target)
 
     # -- ending -----------------------------------------------------------------------
 
@@ -410,16 +408,23 @@ class ChaosEngine(ReplayEngine):
             threads=self.scheduler.threads,
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
-            calls=_described(self.calls),
+            calls=_described(list(self.calls)),
         )
         return exc is not None
 
 
 def _described(
     calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+) -> DescribedCalls:
+    """The calls as they ran, described when the result's calls are first read (a
+    passing schedule's seldom are)."""
+    return DescribedCalls(lambda: _describe(calls))
+
+
+def _describe(
+    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
 ) -> list[ChaosCall]:
-    """The calls as they ran; only those a report shows are described (describing
-    every call of a long tape would cost a good part of a schedule)."""
+    """The calls as they ran; only those a report shows get their text."""
     shown = _shown(calls)
     out = []
     for order, (worker, boundary, entry, request) in enumerate(calls, 1):
@@ -451,6 +456,25 @@ def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any
 
 def _boundary(entry: CallEntry | None) -> str:
     return (boundary_of(entry) if entry is not None else None) or "?"
+
+
+def _saved_answers(
+    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
+    answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]],
+    done: set[int],
+    tokens: Mapping[str, CallEntry],
+) -> dict[int, tuple[int | None, Mapping[str, Any] | None, Any]]:
+    """``answers``, with the recorded answer of each verify call in ``done`` that ended
+    with it (looked up only now: most schedules are never saved)."""
+    saved = dict(answers)
+    for order in done:
+        seq, request, actual = saved[order]
+        if actual is None:
+            _, boundary, entry, _ = calls[order - 1]
+            if entry is None:
+                entry = tokens[boundary or _boundary(entry)]
+            saved[order] = (seq, request, _recorded_answer(entry))
+    return saved
 
 
 def _recorded_answer(entry: CallEntry) -> Any:

@@ -113,10 +113,9 @@ class _Base:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-
-    def changes_at(self, step: int) -> bool:
-        """Whether the strategy changes something at ``step`` (PCT's change points)."""
-        return False
+        #: The steps at which the strategy changes something (PCT's change points), each
+        #: with the low priority the thread running at that step drops to.
+        self.changes: dict[int, float] = {}
 
     def admit(self, waiter: Waiter) -> None:
         """Give a newly registered thread its priority."""
@@ -146,14 +145,10 @@ class _Pct(_Base):
         super().__init__(rng)
         self.depth = depth
         points = rng.sample(range(1, steps + 1), min(depth - 1, steps))
-        #: step -> the low priority the thread running at that step drops to.
         self.changes = {step: float(depth - 1 - i) for i, step in enumerate(sorted(points))}
 
     def admit(self, waiter: Waiter) -> None:
         waiter.priority = self.depth + self.rng.random()
-
-    def changes_at(self, step: int) -> bool:
-        return step in self.changes
 
     def alone(self, waiter: Waiter, step: int) -> None:
         drop = self.changes.get(step)

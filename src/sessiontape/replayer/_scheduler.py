@@ -7,11 +7,13 @@ Between two scheduling points a worker touches only its own state, so these are 
 points where an interleaving can differ.
 
 Threads are known by the order they were started in (the thread that entered the tape is
-0), never by id. A thread started while the tape is active registers at once and waits
-for the baton before running any application code; one that joins another leaves the
-scheduler for the join and comes back when the joined thread has ended. The scheduler
-waits for every thread it expects (started, or woken by a join) before it picks, so the
-choices never depend on how fast a thread got there.
+0), never by id. A thread started while the tape is active joins the waiting threads at
+once (its starter, holding the baton, puts it there) and waits for the baton before
+running any application code; one that joins another leaves the scheduler for the join
+and is put back among the waiting by the joined thread's end. So the waiting threads, and
+their order, are what the schedule made them, never how fast a thread got somewhere; and
+a pick never waits for a thread to wake first (a thread picked before it arrives finds
+the baton its own when it does).
 
 Nothing here runs in a plain replay: the chaos engine installs it.
 """
@@ -31,6 +33,7 @@ __all__ = ["ScheduleStopped", "Scheduler"]
 
 _REAL_START: Final = threading.Thread.start
 _REAL_JOIN: Final = threading.Thread.join
+_get_ident: Final = threading.get_ident
 
 
 class ScheduleStopped(BaseException):
@@ -80,6 +83,8 @@ class Scheduler:
     ) -> None:
         self.schedule = schedule
         self._strategy = make_strategy(schedule, steps)
+        #: The steps at which the strategy changes something (PCT's change points).
+        self._changes = self._strategy.changes
         self._limit = schedule.stall_limit
         self._max_steps = max_steps
         self._on_stall = on_stall
@@ -91,7 +96,6 @@ class Scheduler:
         self._waiting: list[_Thread] = []
         self._running: _Thread | None = None
         self._last: _Thread | None = None
-        self._pending = 0
         self._started = 0
         #: Steps in a row that ended in a sleep.
         self._sleeps = 0
@@ -114,7 +118,7 @@ class Scheduler:
         me = self._new_thread()
         me.worker = worker_var.get()
         with self._lock:
-            self._by_ident[threading.get_ident()] = me
+            self._by_ident[_get_ident()] = me
             self._running = me
         start, join = threading.Thread.start, threading.Thread.join
         threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
@@ -142,33 +146,39 @@ class Scheduler:
     def point(self, *, sleeping: bool = False) -> None:
         """A scheduling point of the calling thread: let the strategy pick who runs next,
         and wait for the baton. A thread the scheduler did not start passes through."""
-        me = self._by_ident.get(threading.get_ident())
+        me = self._by_ident.get(_get_ident())
         if me is None:
             if self.stopped:
                 raise ScheduleStopped
             return
-        with self._lock:
+        if (
+            self._settled
+            and not sleeping
+            and self._running is me
+            and self.steps + 1 not in self._changes
+            and not self.stopped
+        ):
+            # The strategy would pick this thread again (PCT): the step is taken without
+            # asking it, and without the lock (only the baton's holder picks, counts steps
+            # or sets _settled; a timed join coming back now comes back just after).
+            me.worker = worker_var.get()
+            self.steps += 1
+            self._sleeps = me.streak = 0
+            return
+        # acquire()/release() rather than ``with``: half the lock's cost, on every call.
+        lock = self._lock
+        lock.acquire()
+        try:
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
-            if (
-                self._settled
-                and not sleeping
-                and self._running is me
-                and not self._strategy.changes_at(self.steps + 1)
-            ):
-                # Nothing the last pick looked at has changed: the strategy would pick
-                # this thread again (PCT), so the step is taken without asking it.
-                self.steps += 1
-                self._sleeps = me.streak = 0
-                return
             self._settled = False
             if self._running is me:
                 self._running = None
             me.sleeping = sleeping
             self._sleeps = self._sleeps + 1 if sleeping else 0
             me.streak = self._sleeps
-            if not self._waiting and not self._pending and self._running is None:
+            if not self._waiting and self._running is None:
                 # Alone: it goes on, and the step still counts (PCT's change points).
                 self.steps += 1
                 self._strategy.alone(me, self.steps)
@@ -179,10 +189,12 @@ class Scheduler:
             self._waiting.append(me)
             self._dispatch_locked()
             self._wait_locked(me)
+        finally:
+            lock.release()
 
     def _dispatch_locked(self) -> None:
-        """Hand the baton on, if it is free and every expected thread has arrived."""
-        if self._running is not None or self._pending or not self._waiting or self.stopped:
+        """Hand the baton on, if it is free and some thread waits for it."""
+        if self._running is not None or not self._waiting or self.stopped:
             return
         self.steps += 1
         if self.steps > self._max_steps:
@@ -194,13 +206,11 @@ class Scheduler:
         chosen = self._strategy.pick(self._waiting, self.steps, self._last)
         self._waiting.remove(chosen)
         # Until a thread arrives, wakes or a change point comes, PCT picks the same.
-        self._settled = self._strategy.sticky and chosen is self._by_ident.get(
-            threading.get_ident()
-        )
+        self._settled = self._strategy.sticky and chosen is self._by_ident.get(_get_ident())
         chosen.sleeping = False
         self._running = self._last = chosen
         self._progress = REAL.monotonic()
-        if chosen is not self._by_ident.get(threading.get_ident()):
+        if chosen is not self._by_ident.get(_get_ident()):
             chosen.wake.notify()
 
     def _wait_locked(self, me: _Thread) -> None:
@@ -210,22 +220,9 @@ class Scheduler:
                 raise ScheduleStopped
             left = self._progress + self._limit - REAL.monotonic()
             if left <= 0:
-                self._stall_locked(self._stall_message())
+                self._stall_locked(_stall_message(self._running, self._limit))
                 raise ScheduleStopped
             me.wake.wait(left)
-
-    def _stall_message(self) -> str:
-        running = self._running
-        if running is None:
-            return (
-                f"{self._pending} thread(s) started or woken did not reach a scheduling "
-                f"point within {self._limit:g}s"
-            )
-        return (
-            f"worker {running.worker!r} did not reach its next scheduling point within "
-            f"{self._limit:g}s (blocked outside a boundary call: a lock, a queue, a join "
-            "of a thread that waits for it)"
-        )
 
     def _wake_all_locked(self) -> None:
         for thread in self._all:
@@ -260,7 +257,9 @@ class Scheduler:
                 return
             with scheduler._lock:
                 me = scheduler._new_thread()
-                scheduler._pending += 1
+                # Waiting from now on, in start order: a pick need not wait for it to
+                # arrive, and never depends on which of the started threads came first.
+                scheduler._waiting.append(me)
                 scheduler._settled = False
             thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
             run = thread.run
@@ -284,8 +283,7 @@ class Scheduler:
                 current(thread)
             except BaseException:
                 with scheduler._lock:
-                    scheduler._pending -= 1
-                    scheduler._dispatch_locked()
+                    scheduler._end_locked(me)
                 raise
 
         return start
@@ -293,27 +291,26 @@ class Scheduler:
     def _arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
-            self._by_ident[threading.get_ident()] = me
-            self._pending -= 1
-            self._settled = False
+            self._by_ident[_get_ident()] = me
             if self.stopped:
                 raise ScheduleStopped
             me.worker = worker_var.get()
-            self._waiting.append(me)
-            self._dispatch_locked()
+            # Among the waiting since its start (perhaps picked already).
             self._wait_locked(me)
 
     def _end(self, me: _Thread) -> None:
         with self._lock:
             self._end_locked(me)
-            self._by_ident.pop(threading.get_ident(), None)
+            self._by_ident.pop(_get_ident(), None)
 
     def _end_locked(self, me: _Thread) -> None:
         me.ended = True
         if me in self._waiting:
             self._waiting.remove(me)
-        # Its joiners wake up now: expected back before the next pick.
-        self._pending += len(me.joiners)
+        # Its joiners' joins return now: they wait for the baton from here on, in the
+        # order they joined, whenever their threads wake.
+        self._waiting.extend(me.joiners)
+        me.joiners.clear()
         self._settled = False
         if self._running is me:
             self._running = None
@@ -324,7 +321,7 @@ class Scheduler:
         current = threading.Thread.join
 
         def join(thread: threading.Thread, timeout: float | None = None) -> None:
-            me = scheduler._by_ident.get(threading.get_ident())
+            me = scheduler._by_ident.get(_get_ident())
             target = _scheduled(thread, scheduler)
             if me is None or target is None or scheduler.stopped:
                 current(thread, timeout)
@@ -334,6 +331,7 @@ class Scheduler:
                     woken = None
                 else:
                     woken = target
+                    me.worker = worker_var.get()
                     target.joiners.append(me)
                     scheduler._running = None
                     scheduler._dispatch_locked()
@@ -344,19 +342,34 @@ class Scheduler:
                 _join_watching(scheduler, thread, timeout, current)
             finally:
                 with scheduler._lock:
-                    if me in target.joiners:
+                    back_early = me in target.joiners
+                    if back_early:
                         target.joiners.remove(me)
-                        if target.ended:
-                            scheduler._pending -= 1
                     if scheduler.stopped:
                         raise ScheduleStopped
-                    me.worker = worker_var.get()
-                    scheduler._settled = False
-                    scheduler._waiting.append(me)
-                    scheduler._dispatch_locked()
+                    if back_early:
+                        # Back before the joined thread ended (a join with a timeout):
+                        # waiting again from now. (Had it ended, its end put us there.)
+                        scheduler._settled = False
+                        scheduler._waiting.append(me)
+                        scheduler._dispatch_locked()
                     scheduler._wait_locked(me)
 
         return join
+
+
+def _stall_message(running: _Thread | None, limit: float) -> str:
+    """Why a schedule stopped as a possible deadlock; ``running``: who held the baton."""
+    if running is None:
+        return (
+            f"no scheduled thread reached a scheduling point within {limit:g}s "
+            "(each waits in a join for a thread that does not end)"
+        )
+    return (
+        f"worker {running.worker!r} did not reach its next scheduling point within "
+        f"{limit:g}s (blocked outside a boundary call: a lock, a queue, a join "
+        "of a thread that waits for it)"
+    )
 
 
 def _scheduled(thread: threading.Thread, scheduler: Scheduler) -> _Thread | None:
@@ -385,4 +398,4 @@ def _join_watching(
                 REAL.monotonic() - scheduler._progress >= scheduler._limit
             )
             if stalled:
-                scheduler._stall_locked(scheduler._stall_message())
+                scheduler._stall_locked(_stall_message(scheduler._running, scheduler._limit))

@@ -14,6 +14,7 @@ from ._chaos import (
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
+    DescribedCalls,
     FailureKind,
 )
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
@@ -37,6 +38,7 @@ __all__ = [
     "ChaosResult",
     "ChaosVerdict",
     "Classifier",
+    "DescribedCalls",
     "FailureKind",
     "FieldDiff",
     "Mismatch",

@@ -7,7 +7,8 @@ seed gives byte-identical text and data on any machine.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, overload
 
 import msgspec
 
@@ -17,6 +18,7 @@ __all__ = [
     "ChaosFailure",
     "ChaosResult",
     "ChaosVerdict",
+    "DescribedCalls",
     "FailureKind",
 ]
 
@@ -74,6 +76,55 @@ class ChaosFailure(msgspec.Struct, frozen=True, kw_only=True):
     after: int = 0
 
 
+class DescribedCalls(Sequence[ChaosCall]):
+    """A schedule's calls, described when first read.
+
+    Most schedules pass and nobody reads their calls; describing every call of a long
+    tape would cost a good part of the schedule, so ``describe`` runs on first use (and
+    gives the same list whenever it runs: it reads only what the schedule left).
+    """
+
+    __slots__ = ("_calls", "_describe")
+
+    def __init__(self, describe: Callable[[], list[ChaosCall]]) -> None:
+        self._describe: Callable[[], list[ChaosCall]] | None = describe
+        self._calls: list[ChaosCall] = []
+
+    def _list(self) -> list[ChaosCall]:
+        describe = self._describe
+        if describe is not None:
+            self._calls = describe()
+            self._describe = None
+        return self._calls
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    @overload
+    def __getitem__(self, index: int) -> ChaosCall: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ChaosCall]: ...
+    def __getitem__(self, index: int | slice) -> ChaosCall | list[ChaosCall]:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[ChaosCall]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DescribedCalls):
+            other = other._list()
+        return isinstance(other, list) and self._list() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (or copied) as the plain list: the describing closure stays behind.
+        return (list, (self._list(),))
+
+
 class ChaosResult(msgspec.Struct, kw_only=True):
     """One chaos schedule of one cassette: its verdict and the calls in the order they ran."""
 
@@ -91,7 +142,8 @@ class ChaosResult(msgspec.Struct, kw_only=True):
     #: Recorded calls and the workers that made them, for PCT's bound.
     recorded_calls: int = 0
     recorded_workers: int = 0
-    calls: list[ChaosCall] = []
+    #: The calls in the order they ran (a list, or described on first read).
+    calls: Sequence[ChaosCall] = []
     #: The command that runs this schedule again.
     command: str = ""
 
