@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
 import sessiontape
 import sessiontape.tape
 
@@ -16,3 +22,20 @@ pytest_plugins = ["pytester"]
 for _front in (sessiontape, sessiontape.tape):
     for _name in _front.__all__:
         getattr(_front, _name)
+
+
+@pytest.fixture(autouse=True)
+def _no_tape_left_open() -> Iterator[None]:
+    """A test that leaves a tape open leaves threading.Thread.start patched and the
+    derived thread names counting on, and so breaks the tests that run after it in the
+    same process: it fails here, under its own name."""
+    from sessiontape import _context
+
+    yield
+    left = _context._installed
+    if left:
+        # Put the process back first, so that only this test fails.
+        _context._installed = 0
+        threading.Thread.start = _context._REAL_START  # type: ignore[method-assign]
+        ThreadPoolExecutor.submit = _context._REAL_SUBMIT  # type: ignore[method-assign,assignment]
+        pytest.fail(f"the test left {left} tape(s) open: close every tape it creates")

@@ -71,9 +71,14 @@ def run(*, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
             or not any(issubclass(w.category, sessiontape.RecordingWarning) for w in caught)
         ):
             raise AssertionError("the failed-writer tape should be inactive, with a warning")
-        failed_runner = failed.process_runner(inner)
-        bare_again = per_call_ns(_loop(inner.run, calls), batches=batches)
-        failed_fast = per_call_ns(_loop(failed_runner.run, calls), batches=batches)
+        try:
+            failed_runner = failed.process_runner(inner)
+            bare_again = per_call_ns(_loop(inner.run, calls), batches=batches)
+            failed_fast = per_call_ns(_loop(failed_runner.run, calls), batches=batches)
+        finally:
+            # An open tape, even one whose writer failed, names the process's threads:
+            # closing it gives threading back as it was.
+            failed.close()
         record_none = per_call_ns(_sessions(calls), batches=batches)
     finally:
         if saved is not None:
