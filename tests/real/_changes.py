@@ -11,7 +11,6 @@ Each may be guarded by :func:`sessiontape.patched` (old tapes keep the old path)
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,7 +44,6 @@ def changed_gardener(
     """Make ``run_session`` build a gardener with ``changes``; return the list each
     ``git fetch`` the changed code made is noted in (by worker)."""
     fetched: list[str] = []
-    fetch_lock = threading.Lock()
 
     def on(change: str) -> bool:
         return change in changes and (not guarded or sessiontape.patched(change))
@@ -58,7 +56,11 @@ def changed_gardener(
 
         def _merge(self, name: str, task_id: str, worktree: Path) -> str:
             if on(FETCH):
-                with fetch_lock:  # FETCH_HEAD is one file for every worker
+                # One worker at a time, as the gardener's own `git worktree` calls: a fetch
+                # reads every worktree's HEAD, and fails on one that another worker is
+                # adding or removing ("bad object worktrees/NAME/HEAD"); FETCH_HEAD is
+                # one file for every worker too.
+                with self._holding(self._worktree_lock):
                     _orchestrator._git(self.runner, self.repo, "fetch", "-q", ".", "main")
                 fetched.append(name)
             commit = super()._merge(name, task_id, worktree)
