@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..replayer import Schedule
     from ..report import ChaosResult
 
@@ -45,24 +47,25 @@ _HELP_DEPTH: Final = 3
 _HELP_STALL_LIMIT: Final = 10.0
 
 
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of schedules (1 or more).")
-    return number
+def _at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An ``argparse`` type: an integer of at least ``minimum``, else a usage error saying
+    the value is not ``what``."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = minimum - 1
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {what}.")
+        return number
+
+    return parse
 
 
-def _seed(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a seed (an integer, 0 or more).")
-    return number
+_count = _at_least(1, "a number of schedules (1 or more)")
+_seed = _at_least(0, "a seed (an integer, 0 or more)")
+_depth = _at_least(1, "a PCT depth (1 or more)")
 
 
 def _strategy(value: str) -> str:
@@ -75,16 +78,6 @@ def _strategy(value: str) -> str:
         raise argparse.ArgumentTypeError(
             f"unknown chaos strategy {value!r}; use one of {choices}."
         ) from None
-
-
-def _depth(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a PCT depth (1 or more).")
-    return number
 
 
 def _seconds(value: str) -> float:
