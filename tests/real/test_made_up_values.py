@@ -1,0 +1,203 @@
+"""Values the program makes up: noise on every path, and correlation into the answers.
+
+A program sends a value it made up today (an id) through each field a request has, on
+each way a request is made; the child (or the boundary) echoes it. On replay the request
+must match with the noise configured, and the answer must carry today's value. In the
+``mask`` column the field also differs by a word no correlation covers (only the mask
+makes it match) and the id is long enough to be found as made up; in the ``pattern``
+column the id is too short to be found so (only the pattern names it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sessiontape
+from sessiontape import Noise
+
+PY = sys.executable
+PATTERN = (r"id-[0-9a-f]{4}\b", "id-X")
+ECHO = {
+    "argv": "import sys; print(sys.argv[1])",
+    "env": "import os; print(os.environ['MADE_UP'])",
+    "cwd": "import os; print(os.path.basename(os.getcwd()))",
+    "input": "import sys; print(sys.stdin.read().strip())",
+    "chunks": "import sys\nfor line in sys.stdin: print('ack', line.strip(), flush=True)",
+}
+MASKS = {
+    "argv": "process.argv[3]",
+    "env": "process.env.MADE_UP",
+    "cwd": "process.cwd",
+    "input": "process.input",
+    "chunks": "process.chunks[0].data",
+    "args": "ids.args[0]",
+}
+
+
+def made_up(column: str, word: str) -> tuple[str, str]:
+    """The text sent and the id in it: in the mask column a word and an id found as made
+    up (eight hex digits, one of them a digit); in the pattern column a four-digit id."""
+    if column == "mask":
+        made = f"id-{secrets.token_hex(4)[:7]}0"
+        return f"{word} {made}", made
+    made = f"id-{secrets.token_hex(2)}"
+    return made, made
+
+
+def request(field: str, text: str, work: Path) -> dict[str, Any]:
+    """``Popen``-style arguments that carry ``text`` in ``field``."""
+    argv = [PY, "-c", ECHO[field]]
+    call: dict[str, Any] = {"argv": argv, "cwd": None, "env": None, "input": None}
+    if field == "argv":
+        argv.append(text)
+    elif field == "env":
+        call["env"] = {**os.environ, "MADE_UP": text}
+    elif field == "cwd":
+        call["cwd"] = work / text
+        call["cwd"].mkdir()
+    else:
+        call["input"] = text + "\n"
+    return call
+
+
+def by_patch(tape: Any, field: str, text: str, work: Path) -> str:
+    call = request(field, text, work)
+    if field == "chunks":
+        proc = subprocess.Popen(
+            call["argv"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        answers = []
+        for line in (text, "and a second line"):
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            answers.append(proc.stdout.readline())
+        proc.stdin.close()
+        proc.wait()
+        return answers[0]
+    done = subprocess.run(
+        call["argv"], cwd=call["cwd"], env=call["env"], input=call["input"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+async def _by_asyncio(field: str, text: str, work: Path) -> str:
+    call = request(field, text, work)
+    proc = await asyncio.create_subprocess_exec(
+        *call["argv"], cwd=call["cwd"], env=call["env"],
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    if field == "chunks":
+        answers = []
+        for line in (text, "and a second line"):
+            proc.stdin.write(line.encode() + b"\n")
+            await proc.stdin.drain()
+            answers.append(await proc.stdout.readline())
+        proc.stdin.close()
+        await proc.wait()
+        return answers[0].decode()
+    out, _ = await proc.communicate(call["input"].encode() if call["input"] else None)
+    return out.decode()
+
+
+def by_asyncio(tape: Any, field: str, text: str, work: Path) -> str:
+    return asyncio.run(_by_asyncio(field, text, work))
+
+
+def by_runner(tape: Any, field: str, text: str, work: Path) -> str:
+    call = request(field, text, work)
+    runner = tape.process_runner()
+    done = runner.run(
+        call["argv"], cwd=call["cwd"], env=call["env"], input=call["input"], text=True
+    )
+    return str(done.stdout)
+
+
+def by_async_runner(tape: Any, field: str, text: str, work: Path) -> str:
+    call = request(field, text, work)
+
+    async def run() -> str:
+        runner = tape.async_process_runner()
+        done = await runner.run(
+            call["argv"], cwd=call["cwd"], env=call["env"], input=call["input"], text=True
+        )
+        return str(done.stdout)
+
+    return asyncio.run(run())
+
+
+class Echo:
+    def echo(self, text: str) -> str:
+        return f"ack {text}"
+
+
+def by_boundary(tape: Any, field: str, text: str, work: Path) -> str:
+    ids = tape.boundary("ids", Echo(), methods=["echo"])
+    return str(ids.echo(text))
+
+
+WAYS: dict[str, Callable[[Any, str, str, Path], str]] = {
+    "patch_subprocess": by_patch,
+    "patch_subprocess asyncio": by_asyncio,
+    "process_runner": by_runner,
+    "async_process_runner": by_async_runner,
+    "boundary": by_boundary,
+}
+PATHS = [
+    (way, field)
+    for way in ("patch_subprocess", "patch_subprocess asyncio")
+    for field in ("input", "chunks", "argv", "env", "cwd")
+] + [
+    (way, field)
+    for way in ("process_runner", "async_process_runner")
+    for field in ("input", "argv", "env", "cwd")
+] + [("boundary", "args")]  # fmt: skip
+
+
+def round_trip(
+    tmp_path: Path, way: str, field: str, column: str, noise: Noise
+) -> tuple[str, str, str, str, sessiontape.ReplayReport]:
+    """Record with one made-up value, replay with another: both ids and both answers."""
+    program = WAYS[way]
+    cassette = tmp_path / "tape.jsonl"
+    then, now = tmp_path / "then", tmp_path / "now"
+    then.mkdir()
+    now.mkdir()
+    text, then_id = made_up(column, "recorded")
+    with sessiontape.record(cassette, roots={"work": str(then)}) as tape, tape.patch_subprocess():
+        recorded = program(tape, field, text, then)
+    text, today = made_up(column, "today")
+    with sessiontape.replay(cassette, noise=noise, roots={"work": str(now)}) as tape:
+        with tape.patch_subprocess():
+            replayed = program(tape, field, text, now)
+        report = tape.finish()
+    return then_id, today, recorded, replayed, report
+
+
+@pytest.mark.parametrize("column", ["mask", "pattern"])
+@pytest.mark.parametrize(("way", "field"), PATHS)
+def test_noise_applies_and_the_made_up_value_follows(
+    tmp_path: Path, way: str, field: str, column: str
+) -> None:
+    noise = Noise(masks=[MASKS[field]]) if column == "mask" else Noise(patterns=[PATTERN])
+    then_id, today, recorded, replayed, report = round_trip(tmp_path, way, field, column, noise)
+    assert report.ok, report.render()
+    assert then_id in recorded
+    # The recorded answer, with today's value in place of the recorded one.
+    assert replayed == recorded.replace(then_id.removeprefix("id-"), today.removeprefix("id-"))
+    how = {c.how for c in report.correlations}
+    assert how == ({"detected"} if column == "mask" else {"pattern"})
+    assert all(c.served for c in report.correlations)
