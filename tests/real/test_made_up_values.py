@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import sessiontape
-from sessiontape import Noise
+from sessiontape import MismatchKind, Noise
 
 PY = sys.executable
 PATTERN = (r"id-[0-9a-f]{4}\b", "id-X")
@@ -201,3 +201,179 @@ def test_noise_applies_and_the_made_up_value_follows(
     how = {c.how for c in report.correlations}
     assert how == ({"detected"} if column == "mask" else {"pattern"})
     assert all(c.served for c in report.correlations)
+
+
+# -- the issue's two reproductions -----------------------------------------------------------
+
+REPEAT = [PY, "-c", "import sys; sys.stdout.write(sys.stdin.read())"]
+ACK = [PY, "-c", "import sys\nfor l in sys.stdin: print('ack', l.split()[1], flush=True)"]
+ISSUE_NOISE = Noise(masks=["process.input"], patterns=[(r"id [0-9a-f]{8}", "id X")])
+
+
+async def _asyncio_run(argv: list[str], data: str) -> str:
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=pipe, stdout=pipe)
+    out, _ = await proc.communicate(data.encode())
+    return out.decode()
+
+
+def send(tape: Any, way: str, argv: list[str], data: str) -> str:
+    """``data`` to ``argv``'s stdin, its stdout back, the way ``way`` says."""
+    if way == "patch_subprocess":
+        return subprocess.run(argv, input=data, capture_output=True, text=True).stdout
+    if way == "patch_subprocess asyncio":
+        return asyncio.run(_asyncio_run(argv, data))
+    if way == "process_runner":
+        return str(tape.process_runner().run(argv, input=data, text=True).stdout)
+
+    async def run() -> str:
+        return str((await tape.async_process_runner().run(argv, input=data, text=True)).stdout)
+
+    return asyncio.run(run())
+
+
+def first_reproduction(tape: Any, way: str) -> tuple[str, str]:
+    data = f"id {os.urandom(4).hex()}\n"
+    return data, send(tape, way, REPEAT, data)
+
+
+async def _asyncio_ack(rid: str) -> str:
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(*ACK, stdin=pipe, stdout=pipe)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(f"req {rid}\n".encode())
+    await proc.stdin.drain()
+    ack = (await proc.stdout.readline()).decode().split()[1]
+    proc.stdin.close()
+    await proc.wait()
+    return ack
+
+
+def second_reproduction(tape: Any, way: str) -> tuple[str, str]:
+    rid = os.urandom(4).hex()
+    if way == "patch_subprocess":
+        pipe = subprocess.PIPE
+        p = subprocess.Popen(ACK, stdin=pipe, stdout=pipe, text=True)
+        assert p.stdin is not None
+        assert p.stdout is not None
+        p.stdin.write(f"req {rid}\n")
+        p.stdin.flush()
+        ack = p.stdout.readline().split()[1]
+        p.stdin.close()
+        p.wait()
+        return rid, ack
+    if way == "patch_subprocess asyncio":
+        return rid, asyncio.run(_asyncio_ack(rid))
+    return rid, send(tape, way, ACK, f"req {rid}\n").split()[1]
+
+
+def replayed(
+    tmp_path: Path, program: Callable[[Any], Any], noise: Noise | None = None
+) -> tuple[Any, Any, sessiontape.ReplayReport]:
+    cassette = tmp_path / "issue.jsonl"
+    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+        recorded = program(tape)
+    with sessiontape.replay(cassette, noise=noise) as tape:
+        with tape.patch_subprocess():
+            today = program(tape)
+        report = tape.finish()
+    return recorded, today, report
+
+
+REPRODUCED = [
+    "patch_subprocess",
+    "patch_subprocess asyncio",
+    "process_runner",
+    "async_process_runner",
+]
+
+
+@pytest.mark.parametrize("way", REPRODUCED)
+def test_noise_on_stdin_replays_green_on_every_path(tmp_path: Path, way: str) -> None:
+    recorded, today, report = replayed(tmp_path, lambda t: first_reproduction(t, way), ISSUE_NOISE)
+    assert report.ok, report.render()
+    assert recorded[0] == recorded[1]
+    assert today[0] == today[1] != recorded[1]  # the echo carries today's id
+
+
+@pytest.mark.parametrize("way", REPRODUCED)
+def test_an_echoed_id_is_todays_with_no_noise(tmp_path: Path, way: str) -> None:
+    recorded, today, report = replayed(tmp_path, lambda t: second_reproduction(t, way))
+    assert report.ok, report.render()
+    rid, ack = today
+    assert ack == rid != recorded[0]
+    (followed,) = report.correlations
+    assert (followed.recorded, followed.today, followed.how) == (recorded[0], rid, "detected")
+    assert followed.served
+
+
+# -- what the report suggests, and what is never correlated -----------------------------------
+
+REVERSE = "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1], flush=True)"
+
+
+def talk(words: list[str]) -> list[str]:
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen([PY, "-c", REVERSE], stdin=pipe, stdout=pipe, text=True, bufsize=1)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    answers = []
+    for word in words:
+        proc.stdin.write(word + "\n")
+        proc.stdin.flush()
+        answers.append(proc.stdout.readline())
+    proc.stdin.close()
+    proc.wait()
+    return answers
+
+
+def test_the_mask_the_report_suggests_for_a_chunk_works_when_pasted(tmp_path: Path) -> None:
+    cassette = tmp_path / "talk.jsonl"
+    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+        talk(["abc", "hello"])
+    with sessiontape.replay(cassette) as tape:
+        with tape.patch_subprocess():
+            talk(["abc", "howdy"])
+        first = tape.finish()
+    (mismatch,) = first.mismatches
+    assert mismatch.mask_paths == ["process.chunks[2].data"]
+    with sessiontape.replay(cassette, noise=Noise(masks=mismatch.mask_paths)) as tape:
+        with tape.patch_subprocess():
+            answers = talk(["abc", "howdy"])
+        again = tape.finish()
+    assert again.ok, again.render()
+    assert answers == ["cba\n", "olleh\n"]
+    assert again.correlations == []  # a word is never taken for a made-up value
+
+
+ECHO_LINE = [PY, "-c", "import sys; print(sys.argv[1])"]
+QUIET = [PY, "-c", "print('ok')"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "then", "now"),
+    [
+        (ECHO_LINE, "paint the fence blue", "paint the fence pink"),  # a word changed
+        (ECHO_LINE, "build-20240501", "build-20240502"),  # a number moved by one
+        (QUIET, f"id-{'1a2b3c4d'}", f"id-{'9f8e7d6c'}"),  # made up, but nobody echoes it
+    ],
+)
+def test_what_is_not_made_up_and_echoed_stays_a_mismatch(
+    tmp_path: Path, argv: list[str], then: str, now: str
+) -> None:
+    def program(text: str) -> Callable[[Any], str]:
+        return lambda tape: subprocess.run([*argv, text], capture_output=True, text=True).stdout
+
+    cassette = tmp_path / "t.jsonl"
+    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+        recorded = program(then)(tape)
+    with sessiontape.replay(cassette) as tape:
+        with tape.patch_subprocess():
+            today = program(now)(tape)
+        report = tape.finish()
+    assert today == recorded
+    (mismatch,) = report.mismatches
+    assert mismatch.kind is MismatchKind.ARGUMENT_MISMATCH
+    assert mismatch.mask_paths == ["process.argv[3]"]
+    assert report.correlations == []

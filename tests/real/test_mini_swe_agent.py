@@ -21,9 +21,9 @@ import sessiontape
 from .conftest import Spawns
 
 pytest.importorskip("minisweagent")
-from minisweagent.agents.default import DefaultAgent  # noqa: E402
-from minisweagent.environments.local import LocalEnvironment  # noqa: E402
-from minisweagent.models.test_models import DeterministicModel, make_output  # noqa: E402
+from minisweagent.agents.default import DefaultAgent
+from minisweagent.environments.local import LocalEnvironment
+from minisweagent.models.test_models import DeterministicModel, make_output
 
 
 def run_agent(tape: Any, work: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

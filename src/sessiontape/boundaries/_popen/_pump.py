@@ -220,11 +220,14 @@ class Pump:
         """Serve what can be served without blocking; return whether the pump is done."""
         if self.finished.is_set():
             return True
+        # Read once: a stop() that comes during the step is served by the next one (it
+        # wakes the thread), after what the program wrote before it has been read.
+        stopped = self._stopped
         try:
             self._read_stdin()
             if self.signaled is None:
                 self._release()  # also when stopped: what came last may end a chunk
-                if not self._stopped:
+                if not stopped:
                     if self.stdin_chunks.runs_past(self._pos >= len(self._items)):
                         self.on_stdin("extra")
                     self._write()
@@ -232,12 +235,12 @@ class Pump:
             self.error = exc
             self._end()
             return True
-        if self.signaled is None and self._stopped and self.stdin_chunks.partial():
+        if self.signaled is None and stopped and self.stdin_chunks.partial():
             # Interception ends while the program waits for the answer to a request it
             # wrote only in part: the report says which request found no answer.
             self._report(self.on_stdin, "unanswered")
             return True
-        if self.signaled is not None or self._stopped:
+        if self.signaled is not None or stopped:
             self._end()
             return True
         done = self._pos >= len(self._items) and not any(self._buffers.values())
