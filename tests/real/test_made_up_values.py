@@ -377,3 +377,29 @@ def test_what_is_not_made_up_and_echoed_stays_a_mismatch(
     assert mismatch.kind is MismatchKind.ARGUMENT_MISMATCH
     assert mismatch.mask_paths == ["process.argv[3]"]
     assert report.correlations == []
+
+
+class Registry:
+    """Our own state: a verify boundary runs it for real and compares its results."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def add(self, name: str) -> dict[str, Any]:
+        self.names.append(name)
+        return {"added": name, "count": len(self.names)}
+
+
+def test_a_verify_boundarys_result_echoing_a_made_up_value_compares_with_todays(
+    tmp_path: Path,
+) -> None:
+    def program(tape: Any) -> tuple[str, dict[str, Any]]:
+        name = f"run-{secrets.token_hex(4)[:7]}0"
+        registry = tape.boundary("registry", Registry(), methods=["add"], kind="verify")
+        return name, registry.add(name)
+
+    recorded, today, report = replayed(tmp_path, program)
+    assert report.ok, report.render()
+    assert today[1] == {"added": today[0], "count": 1} != recorded[1]
+    (followed,) = report.correlations
+    assert (followed.boundary, followed.path, followed.how) == ("registry", "args[0]", "detected")
