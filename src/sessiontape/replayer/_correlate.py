@@ -33,7 +33,6 @@ each answer it was put into: never silent.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import threading
@@ -200,6 +199,8 @@ def _token_pairs(recorded: str, today: str) -> list[tuple[str, str]]:
     elif max(len(then), len(now)) > MAX_TOKENS:
         return []
     else:
+        import difflib  # only here, where a request differs: not on every replay's imports
+
         matcher = difflib.SequenceMatcher(None, then, now, autojunk=False)
         pairs = []
         for op, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -70,9 +70,9 @@ class Fake:
     (until they are made), and its pump (once they carry bytes a thread may have to feed)."""
 
     __slots__ = (
-        "_callbacks", "_lock", "_served", "deadline", "ends_by_itself", "entry", "error",
-        "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
-        "signal_ends_output", "stdin", "timeouts_left", "timing_out", "waits_left", "wiring",
+        "_callbacks", "_lock", "_served", "_stdin", "deadline", "ends_by_itself", "entry",
+        "error", "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
+        "signal_ends_output", "timeouts_left", "timing_out", "waits_left", "wiring",
     )  # fmt: skip
 
     def __init__(self, server: ProcessReplay, entry: ProcessCall, wiring: Wiring | None) -> None:
@@ -103,10 +103,18 @@ class Fake:
         #: unfinished state decides when its output ends), never found running by a poll.
         self.fast = entry.chunks is None and entry.polls == 0 and self.ends_by_itself
         self._served = False
-        #: The check of what the program writes to its stdin.
-        self.stdin = StdinCheck(self)
+        self._stdin: StdinCheck | None = None
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[int], None]] = []
+
+    @property
+    def stdin(self) -> StdinCheck:
+        """The check of what the program writes to its stdin (made when first needed: most
+        replayed processes have no stdin to check)."""
+        check = self._stdin
+        if check is None:
+            check = self._stdin = StdinCheck(self)
+        return check
 
     @property
     def stdin_pump(self) -> Pump | None:
