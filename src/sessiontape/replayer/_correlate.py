@@ -33,11 +33,14 @@ each answer it was put into: never silent.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
+
+import msgspec
 
 from ..report import Correlation
 from ._match import Noise, Path, path_text
@@ -59,19 +62,20 @@ HOW_DETECTED: Final = "detected"
 HOW_PATTERN: Final = "pattern"
 HOW_CLOCK: Final = "clock"
 
-_TOKENS: Final = re.compile(
+#: An ISO-8601 time, a word (letters and digits, joined by ``-_.:``), or one other character.
+_TOKENS: Final = (
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|[A-Za-z0-9]+(?:[-_.:][A-Za-z0-9]+)*"
-    r"|[^A-Za-z0-9]",
-    re.S,
+    r"|[^A-Za-z0-9]"
 )
-_WORD_CHAR: Final = re.compile(r"[A-Za-z0-9_.:+-]")
+_ALNUM: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_WORD_CHARS: Final = _ALNUM | frozenset("_.:+-")
+_MADE_UP_CHARS: Final = _ALNUM | frozenset("_-")
+_DIGITS: Final = frozenset("0123456789")
 _JOINERS: Final = "-_.:"
-_MADE_UP: Final = re.compile(r"[A-Za-z0-9_-]+")
-_DIGIT: Final = re.compile(r"\d")
 
 
-class Found(NamedTuple):
+class Found(msgspec.Struct, frozen=True):
     """A value today's request carries in place of the recorded one."""
 
     #: Where it was found, as the report writes paths (``chunks[0].data``).
@@ -82,7 +86,7 @@ class Found(NamedTuple):
     how: str
 
 
-class Detection(NamedTuple):
+class Detection(msgspec.Struct, frozen=True):
     """What :func:`detect` found, and the substitutions that make the recorded request
     read as today's."""
 
@@ -188,12 +192,13 @@ def _token_pairs(recorded: str, today: str) -> list[tuple[str, str]]:
     end = 0
     while end < size - start and recorded[-1 - end] == today[-1 - end]:
         end += 1
-    while start > 0 and _WORD_CHAR.match(recorded, start - 1):
+    while start > 0 and recorded[start - 1] in _WORD_CHARS:
         start -= 1
-    while end > 0 and _WORD_CHAR.match(recorded, len(recorded) - end):
+    while end > 0 and recorded[len(recorded) - end] in _WORD_CHARS:
         end -= 1
-    then = _TOKENS.findall(recorded, start, len(recorded) - end)
-    now = _TOKENS.findall(today, start, len(today) - end)
+    tokens = _tokens()
+    then = tokens.findall(recorded, start, len(recorded) - end)
+    now = tokens.findall(today, start, len(today) - end)
     if len(then) == len(now):
         pairs = list(zip(then, now, strict=True))
     elif max(len(then), len(now)) > MAX_TOKENS:
@@ -207,6 +212,12 @@ def _token_pairs(recorded: str, today: str) -> list[tuple[str, str]]:
             if op == "replace" and i2 - i1 == j2 - j1:
                 pairs.extend(zip(then[i1:i2], now[j1:j2], strict=True))
     return [(a, b) for a, b in pairs if a != b and a[0].isalnum() and b[0].isalnum()]
+
+
+@functools.cache
+def _tokens() -> re.Pattern[str]:
+    """:data:`_TOKENS`, compiled when first needed (not on every replay's imports)."""
+    return re.compile(_TOKENS, re.S)
 
 
 def _core(recorded: str, today: str) -> tuple[str, str] | None:
@@ -227,9 +238,9 @@ def _core(recorded: str, today: str) -> tuple[str, str] | None:
     b = today[head : len(today) - (len(recorded) - stop)]
     if len(a) != len(b) or len(a) < MIN_LENGTH:
         return None
-    if not (_MADE_UP.fullmatch(a) and _MADE_UP.fullmatch(b)):
+    if not (_MADE_UP_CHARS.issuperset(a) and _MADE_UP_CHARS.issuperset(b)):
         return None
-    if not (_DIGIT.search(a) or _DIGIT.search(b)):
+    if _DIGITS.isdisjoint(a) and _DIGITS.isdisjoint(b):
         return None
     differing = sum(1 for x, y in zip(a, b, strict=True) if x != y)
     if differing < max(2, len(a) // 4):

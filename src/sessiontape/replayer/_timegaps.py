@@ -30,10 +30,8 @@ from ..cassette import Recording
 
 __all__ = ["TimeGaps"]
 
-_NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
-_ISO: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
-)
+_NUMBER: Final = r"\d+(?:\.\d+)?"
+_ISO: Final = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
 #: How far a float reading may be off its true value, in ns (a float of seconds since
 #: the epoch holds about a quarter of a microsecond).
 _FLOAT_SLACK_NS: Final = 1_000
@@ -73,10 +71,11 @@ class TimeGaps:
         if recorded == today:
             return False
         if isinstance(recorded, str) and isinstance(today, str):
-            if _NUMBER.fullmatch(recorded) and _NUMBER.fullmatch(today):
+            # re's own cache compiles these once, when first needed (not at import).
+            if re.fullmatch(_NUMBER, recorded) and re.fullmatch(_NUMBER, today):
                 kind: type = float if "." in recorded or "." in today else int
                 return self.same(worker, kind(recorded), kind(today))
-            if _ISO.fullmatch(recorded) and _ISO.fullmatch(today):
+            if re.fullmatch(_ISO, recorded) and re.fullmatch(_ISO, today):
                 return self._same_iso(worker, recorded, today)
             return False
         if (

@@ -16,13 +16,13 @@ a chunk of a conversation is at ``chunks[N].data``, as the report names it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ...cassette import Payload, ProcessCall
 from ...report import FieldDiff, MismatchKind
 from .._process import ProcessReplay
 
-__all__ = ["STALL_SECONDS", "Chunks", "OnChunk", "Replayed", "StdinCheck"]
+__all__ = ["STALL_SECONDS", "Chunks", "OnChunk", "StdinCheck"]
 
 #: Real seconds the pump waits for stdin that gates recorded output before it reports the
 #: program stalled and ends the process's output (so the program is not left blocked).
@@ -108,21 +108,22 @@ class Chunks:
         return False
 
 
-class _Pumped(Protocol):
-    stdin_chunks: Chunks
+if TYPE_CHECKING:  # what the check needs, for mypy (no class made on every replay)
 
+    class _Pumped(Protocol):
+        stdin_chunks: Chunks
 
-class Replayed(Protocol):
-    """What :class:`StdinCheck` needs of a replayed process (``_fake.Fake``)."""
+    class Replayed(Protocol):
+        """What :class:`StdinCheck` needs of a replayed process (``_fake.Fake``)."""
 
-    server: ProcessReplay
-    entry: ProcessCall
-    #: Raised where the program next waits for the process (strict mode's mismatch).
-    error: BaseException | None
+        server: ProcessReplay
+        entry: ProcessCall
+        #: Raised where the program next waits for the process (strict mode's mismatch).
+        error: BaseException | None
 
-    @property
-    def stdin_pump(self) -> _Pumped | None:
-        """The pump feeding its pipes, once it has one."""
+        @property
+        def stdin_pump(self) -> _Pumped | None:
+            """The pump feeding its pipes, once it has one."""
 
 
 class StdinCheck:
