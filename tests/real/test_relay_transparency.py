@@ -116,10 +116,12 @@ def _our_threads_left() -> list[str]:
     seconds of real time for them to go (``select``: no clock replay patches)."""
     for _ in range(500):
         gc.collect()
+        # type(), not isinstance(): isinstance() reads __class__, which some objects
+        # compute (openai's lazy pandas proxy imports pandas, mid-walk, and crashes).
         left = sorted(
             o.name
             for o in gc.get_objects()
-            if isinstance(o, threading.Thread) and o.name.startswith("sessiontape-")
+            if issubclass(type(o), threading.Thread) and o.name.startswith("sessiontape-")
         )
         if not left:
             break

@@ -432,3 +432,70 @@ def test_a_dead_worker_is_named_by_its_worker_and_its_calls(
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("the pipes and signals here are POSIX's")
+
+
+# -- a request written in part, under the virtual clock ----------------------------------------
+
+LINES = "import sys\nfor line in sys.stdin: print(line.strip().upper(), flush=True)"
+
+
+async def _ask_twice(second: bytes) -> list[bytes]:
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(PY, "-c", LINES, stdin=pipe, stdout=pipe)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    answers = []
+    for request in (b"one\n", second):
+        proc.stdin.write(request)
+        await proc.stdin.drain()
+        try:
+            answers.append(await asyncio.wait_for(proc.stdout.readline(), 60))
+        except asyncio.TimeoutError:
+            answers.append(b"timed out")
+    proc.stdin.close()
+    await proc.wait()
+    return answers
+
+
+def p_asks_in_part_and_waits(d: Path) -> Any:
+    # On replay the second request is written in part: its recorded answer waits for the rest.
+    return asyncio.run(_ask_twice(b"tw" if replaying(d) else b"two\n"))
+
+
+def test_a_request_written_in_part_waits_in_real_time_not_to_a_virtual_timeout(
+    round_trip: Callable[..., RoundTrip], short_guard: None
+) -> None:
+    trip = round_trip(p_asks_in_part_and_waits)
+    assert trip.recorded == [b"ONE\n", b"TWO\n"]
+    # Not "timed out": the loop did not jump its 60 s timer while the pump held the
+    # answer; the stall ended the output, so the read returned.
+    assert trip.replayed == [b"ONE\n", b""]
+    (mismatch,) = trip.report.mismatches
+    assert "stdin chunk 2" in mismatch.message
+    assert "wrote nothing to stdin" in mismatch.message
+
+
+def p_leaves_a_request_unanswered(d: Path) -> Any:
+    proc = Popen([PY, "-c", LINES], stdin=PIPE, stdout=PIPE)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(b"one\n")
+    proc.stdin.flush()
+    first = proc.stdout.readline()
+    proc.stdin.write(b"tw" if replaying(d) else b"two\n")
+    proc.stdin.flush()
+    if not replaying(d):
+        proc.stdout.readline()
+        proc.stdin.close()
+        proc.wait()
+    return first  # on replay, the block ends with the second request unanswered
+
+
+def test_a_request_left_unanswered_when_interception_ends_is_reported(
+    round_trip: Callable[..., RoundTrip],
+) -> None:
+    trip = round_trip(p_leaves_a_request_unanswered)
+    assert trip.replayed == trip.recorded == b"ONE\n"
+    (mismatch,) = [m for m in trip.report.mismatches if "nothing answered it" in m.message]
+    assert mismatch.kind is MismatchKind.ARGUMENT_MISMATCH
+    assert "stdin chunk 2" in mismatch.message

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from .._errors import UnrecordedCallError
     from ..cassette import CallEntry, Entry, Level, Payload, PayloadCodec, Recording
     from ..recorder import Opened
-    from ..replayer import Normalize
-    from ..report import MismatchKind
+    from ..replayer import Correlations, Normalize, Path
+    from ..report import FieldDiff, MismatchKind
     from ..scrub import PathRoots, Scrubber
 
 __all__ = ["RecordSide", "ReplaySide"]
@@ -74,6 +74,8 @@ class ReplaySide(Protocol):
     codec: PayloadCodec
     #: Whether the replay rewrites its tape to match today's code (update mode).
     updating: bool
+    #: The values the program made up today in place of recorded ones (see ``check``).
+    correlations: Correlations
 
     def head(self, boundary: str) -> CallEntry | None:
         """The next recorded call of ``boundary`` for the calling worker, if any."""
@@ -85,6 +87,14 @@ class ReplaySide(Protocol):
         self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
     ) -> CallEntry | None:
         """The entry answering ``actual``, or ``None`` (the report says why)."""
+
+    def check(
+        self, entry: CallEntry, path: Path, expected: Any, actual: Any
+    ) -> tuple[list[FieldDiff], int]:
+        """Compare the part at ``path`` of ``entry``'s request that the program sent after
+        its call was matched (a process's stdin), as every request is compared: the
+        values it made up correlated, times read between calls matched, noise applied.
+        Returns the field diffs (none: it matches) and their total."""
 
     def served(self, entry: CallEntry) -> None:
         """Count ``entry`` as served; virtual time moves to the end of its call."""

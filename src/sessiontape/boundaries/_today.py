@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import UsageError
-from ..cassette import CallEntry, damaged_line, result_json
+from ..cassette import CallEntry, boundary_of, damaged_line, result_json
 from ..scrub import PathRoots
 from ._protocols import ReplaySide
 
@@ -83,6 +83,11 @@ class _RecordedJson:
             pattern, table = expander
             if pattern.search(raw) is not None:
                 raw = pattern.sub(lambda m: table[m.group(0)], raw)
+        correlations = engine.correlations
+        if correlations.pairs:  # values the program made up today, echoed in the result
+            raw = correlations.json(
+                boundary_of(entry) or "", entry.worker, entry.seq, "result", raw
+            )
         decoder = self._decoders.get(target, _UNKNOWN)
         if decoder is _UNKNOWN:
             decoder = self._decoder(target)

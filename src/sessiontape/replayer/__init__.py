@@ -9,10 +9,11 @@ from __future__ import annotations
 from ._align import Normalize
 from ._chaos import ChaosEngine, ScheduledClock, ScheduleStopped
 from ._clock import IGNORED_MODULES, FakeClock
+from ._correlate import Correlations
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
 from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
-from ._match import MASKED, Matcher, Noise, compare
+from ._match import MASKED, Matcher, Noise, Path, compare
 from ._rebuild import (
     rebuild_error,
     register_type,
@@ -34,11 +35,13 @@ __all__ = [
     "MASKED",
     "UNSET",
     "ChaosEngine",
+    "Correlations",
     "FakeClock",
     "Invariant",
     "Matcher",
     "Noise",
     "Normalize",
+    "Path",
     "ReplayEngine",
     "Schedule",
     "ScheduleStopped",

@@ -1,28 +1,39 @@
 """Alignment: each actual request against the head of its worker's queue.
 
 This is the replay hot path. A request that equals the head is served at once; otherwise
-it is normalised, compared field by field (noise masks applied), and classified: a later
-entry matches (the ones skipped are unconsumed), the same call with other arguments, or a
-call the tape does not have here.
+it is normalised, compared field by field (the values the program made up correlated,
+times read between calls matched, noise masks applied), and classified: a later entry
+matches (the ones skipped are unconsumed), the same call with other arguments, or a call
+the tape does not have here.
+
+The parts of a request the program sends after its call was matched (a process's stdin)
+are compared here too (:meth:`Aligner.check`): one comparison serves every path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import bisect
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .._context import worker_var
 from ..cassette import BOUNDARY_PROCESS, CallEntry, Recording, boundary_of, request_of
-from ..report import Candidate, MismatchKind, describe, nearest_candidate
+from ..report import Candidate, FieldDiff, MismatchKind, describe, nearest_candidate
+from ._correlate import EARLIER_CALLS, ECHO_CALLS, Correlations, Found, detect, substitute
 from ._index import TapeIndex
-from ._match import Matcher, Noise, compare
+from ._match import Matcher, Noise, Path, compare
 from ._outcome import Outcome
+from ._timegaps import TimeGaps
 
-__all__ = ["Aligner", "Normalize"]
+__all__ = ["Aligner", "AnswerTexts", "Normalize"]
 
 #: Turns today's raw request into its recorded form, given the head's recorded request
 #: (or ``None`` when the queue is empty).
 Normalize = Callable[[Mapping[str, Any], Any], Mapping[str, Any]]
+#: The texts of a recorded call's answers (in a conversation, those between the chunks of
+#: the two indexes given), searched for the echo of a value the program made up.
+AnswerTexts = Callable[[CallEntry, "int | None", "int | None"], Iterable[str]]
 
 
 class Aligner:
@@ -37,6 +48,7 @@ class Aligner:
         noise: Noise,
         matcher: Matcher | None,
         lookahead: int,
+        answers: AnswerTexts,
     ) -> None:
         self._recording = recording
         self._index = index
@@ -45,9 +57,89 @@ class Aligner:
         self.noise = noise
         self._matcher = matcher
         self.lookahead = lookahead
+        self._answers = answers
+        self._gaps = TimeGaps(recording)
+        self._by_worker: dict[str, list[CallEntry]] = {}
+        #: The values correlated so far (see ``_correlate``).
+        self.correlations = Correlations()
 
     def _compare(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> Any:
-        return compare(boundary, request_of(entry), actual, noise=self.noise, matcher=self._matcher)
+        """Compare with a recorded call (its correlated values as today's): no detection."""
+        expected: Any = request_of(entry)
+        correlations = self.correlations
+        if correlations.pairs and expected != actual:
+            expected = correlations.request(boundary, entry.worker, expected)
+        return compare(boundary, expected, actual, noise=self.noise, matcher=self._matcher)
+
+    def _judge(
+        self, boundary: str, entry: CallEntry, expected: Any, actual: Any, path: Path = ()
+    ) -> tuple[list[FieldDiff], int, list[Found]]:
+        """The one comparison of a request (or of the part at ``path``) with the recorded
+        call it answers: the values correlated so far are today's, then the values the
+        program made up and the times it read between calls are found, then noise is
+        applied. Returns the diffs, their total and what was found."""
+        if expected == actual:
+            return [], 0, []
+        worker = entry.worker
+        correlations = self.correlations
+        if correlations.pairs:
+            expected = correlations.request(boundary, worker, expected)
+            if expected == actual:
+                return [], 0, []
+        found = detect(
+            expected,
+            actual,
+            path=path,
+            noise=self.noise,
+            worker=worker,
+            gaps=self._gaps,
+            answers=lambda: self._echoes(boundary, entry, path),
+            earlier=lambda: self._earlier(entry, path),
+        )
+        if found.texts or found.numbers:
+            expected = substitute(expected, found.texts, found.numbers)
+        diffs, total = compare(
+            boundary, expected, actual, noise=self.noise, matcher=self._matcher, path=path
+        )
+        return diffs, total, found.found
+
+    def _echoes(self, boundary: str, entry: CallEntry, path: Path) -> Iterator[str]:
+        """The recorded answers that follow the request: the call's own (after the stdin
+        chunk at ``path``), then those of the next calls of its boundary and worker."""
+        after = path[1] if len(path) > 1 and path[0] == "chunks" else None
+        yield from self._answers(entry, after if isinstance(after, int) else None, None)
+        queue = self._queues.get((boundary, entry.worker))
+        if queue:
+            # One C call (no Python code runs in it): safe while the worker takes its head.
+            later = list(itertools.islice(queue, ECHO_CALLS + 1))
+            for other in [e for e in later if e.seq > entry.seq][:ECHO_CALLS]:
+                yield from self._answers(other, None, None)
+
+    def _earlier(self, entry: CallEntry, path: Path) -> Iterator[str]:
+        """The recorded answers the worker had before the request: the call's own (before
+        the stdin chunk at ``path``), then those of its last calls before it (any
+        boundary). A value found there came to the program; it did not make it up."""
+        if len(path) > 1 and path[0] == "chunks" and isinstance(path[1], int):
+            yield from self._answers(entry, None, path[1])
+        calls = self._by_worker.get(entry.worker)
+        if calls is None:
+            calls = self._by_worker[entry.worker] = [
+                e for e in self._recording.calls if e.worker == entry.worker
+            ]
+        at = bisect.bisect_left(calls, entry.seq, key=lambda e: e.seq)
+        for other in reversed(calls[max(0, at - EARLIER_CALLS) : at]):
+            yield from self._answers(other, None, None)
+
+    def check(
+        self, entry: CallEntry, path: Path, expected: Any, actual: Any
+    ) -> tuple[list[FieldDiff], int]:
+        """Compare the part at ``path`` of ``entry``'s request, sent by the program after
+        its call was matched (a process's stdin), as :meth:`take` compares requests."""
+        boundary = boundary_of(entry) or ""
+        diffs, total, found = self._judge(boundary, entry, expected, actual, path)
+        if found:
+            self.correlations.add(boundary, entry.worker, entry.seq, found)
+        return diffs, total
 
     def nearest(self, boundary: str, actual: Mapping[str, Any]) -> Candidate | None:
         """The recorded call of ``boundary`` closest to ``actual``, as a hint."""
@@ -98,10 +190,12 @@ class Aligner:
             self._no_entry(boundary, worker, actual, exhausted=queue is not None)
             return None
         head = queue[0]
-        diffs, total = self._compare(boundary, head, actual)
+        diffs, total, found = self._judge(boundary, head, request_of(head), actual)
         if not diffs:
             queue.popleft()
             outcome.position[worker] = head.seq
+            if found:
+                self.correlations.add(boundary, worker, head.seq, found)
             return head
         # Does a later entry match? Then the code skipped the ones before it.
         for offset in range(1, min(self.lookahead, len(queue) - 1) + 1):
@@ -123,6 +217,8 @@ class Aligner:
                 return queue.popleft()
         if self._same_call(boundary, head, actual):
             queue.popleft()
+            if found:  # answered with the head's result: what the program made up follows
+                self.correlations.add(boundary, worker, head.seq, found)
             outcome.mismatch(
                 MismatchKind.ARGUMENT_MISMATCH,
                 seq=head.seq,

@@ -2,8 +2,14 @@
 
 Code that takes a :class:`Clock` by injection works under replay with no patching: hand it a
 :class:`FakeClock`. Code that calls ``time``, ``datetime`` and ``asyncio`` directly needs
-:meth:`FakeClock.install` (``_timepatch.py``), so hours of recorded back-off take no time and
-the code reads the times it read in production.
+:meth:`FakeClock.install` (``_timepatch.py``), so hours of recorded back-off take no time.
+
+What the code reads: at each replayed call, the time production read there (the replay
+moves the clock to the call's recorded start, or end). Between two calls it reads the end
+of the last call served, plus the virtual sleeps since: not what production read, which
+is not recorded. A time read there and sent in a request is matched with the recorded one
+when both fall in the same recorded gap between the worker's calls (``_timegaps.py``), so
+such a request replays with no mask; the program's own copy of the time is today's.
 
 Virtual time never goes backwards. Concurrent workers replayed in a different interleaving
 deliver their recorded timestamps out of order; :meth:`FakeClock.advance_to` then leaves the
@@ -56,6 +62,11 @@ def _seconds_to_ns(seconds: float, what: str) -> int:
 
 class FakeClock:
     """Virtual wall and monotonic time for replay.
+
+    A replay moves it to each served call's recorded times: the code reads what production
+    read at its boundary calls, and between two calls the end of the last one served (plus
+    virtual sleeps), not what production read then (see the module's documentation for
+    how a request carrying such a time is matched).
 
     ``start_ns`` is the wall time (ns since the epoch) the clock starts at, typically the
     cassette's first timestamp; ``mono_start_ns`` the monotonic reading at that moment

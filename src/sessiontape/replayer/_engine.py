@@ -20,17 +20,26 @@ import msgspec
 
 from .._context import worker_var
 from .._errors import UnrecordedCallError, UsageError
-from ..cassette import CallEntry, Level, Payload, PayloadCodec, Recording, Sidecar
-from ..report import MismatchKind, ReplayMismatch, ReplayReport
+from ..cassette import (
+    CallEntry,
+    Level,
+    Payload,
+    PayloadCodec,
+    Recording,
+    Sidecar,
+    boundary_of,
+)
+from ..report import FieldDiff, MismatchKind, ReplayMismatch, ReplayReport
 from ..scrub import PathRoots, Scrubber, Unencodable, to_data
 from ._align import Aligner, Normalize
 from ._clock import FakeClock
+from ._correlate import Correlations
 from ._index import TapeIndex
 from ._invariants import Invariant, Invariants
-from ._match import Matcher, Noise
+from ._match import Matcher, Noise, Path
 from ._order import Sequencer
 from ._outcome import Outcome
-from ._payloads import served, stored
+from ._payloads import answer_texts, served, stored
 from ._select import Selectors
 from ._timepatch import prepare as prepare_time
 from ._update import Updater
@@ -117,7 +126,13 @@ class ReplayEngine:
             noise=noise or Noise(),
             matcher=matcher,
             lookahead=lookahead,
+            answers=lambda entry, after, before: answer_texts(
+                self.codec, recording, entry, after, before
+            ),
         )
+        #: The values the program made up today, carried into the answers that echo them.
+        self.correlations: Correlations = self._aligner.correlations
+        self._outcome.correlations = self.correlations
         self._sequencers = {
             name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
         }
@@ -214,6 +229,13 @@ class ReplayEngine:
         """The entry answering ``actual``, or ``None`` (the mismatch is in the report)."""
         return self._aligner.take(boundary, actual, normalize)
 
+    def check(
+        self, entry: CallEntry, path: Path, expected: Any, actual: Any
+    ) -> tuple[list[FieldDiff], int]:
+        """Compare the part at ``path`` of ``entry``'s request that the program sent after
+        its call was matched (a process's stdin), as requests are (``Aligner.check``)."""
+        return self._aligner.check(entry, path, expected, actual)
+
     def served(self, entry: CallEntry) -> None:
         """Count ``entry`` as served and move virtual time to the end of its call.
 
@@ -231,9 +253,14 @@ class ReplayEngine:
     def payload(
         self, entry: CallEntry, stored: Payload | msgspec.Raw, field: str, *, text: bool
     ) -> Any:
-        """A recorded payload as served today (placeholders expanded); see
+        """A recorded payload as served today (placeholders expanded, and the values the
+        program made up today in place of the recorded ones); see
         :func:`._payloads.served` for the errors of a digest-only or damaged payload."""
-        return served(self.codec, self.recording, entry, stored, field, text=text)
+        value = served(self.codec, self.recording, entry, stored, field, text=text)
+        if self.correlations.pairs:
+            where = (boundary_of(entry) or "", entry.worker, entry.seq, field)
+            return self.correlations.answer(*where, value)
+        return value
 
     def stored(self, entry: CallEntry, value: Payload | msgspec.Raw, field: str) -> Payload:
         """A process call's ``stdout`` or ``stderr`` as stored (see :func:`._payloads.stored`)."""

@@ -3,6 +3,12 @@
 A request matches its recorded twin after normalisation: today's request goes through the
 same scrubbing as at record time (secrets redacted, paths under today's roots written as
 placeholders), then noise masks blank the fields that legitimately differ between runs.
+
+:func:`compare` is the one comparison of a request with its recording, for every path a
+request takes: a runner's call, a method call, and the parts of a process's request that
+the program writes after the call was matched (its stdin, chunk by chunk), which are
+compared where they sit in the request (``path``: ``("input",)``, ``("chunks", 3,
+"data")``), so that a mask names them as the report does.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any, Final
 from .._errors import UsageError
 from ..report import FieldDiff, diff_values_counted
 
-__all__ = ["MASKED", "Matcher", "Noise", "compare"]
+__all__ = ["MASKED", "Matcher", "Noise", "Path", "compare", "path_text"]
 
 #: What a masked field reads as on both sides.
 MASKED: Final = "<masked>"
@@ -148,14 +154,35 @@ class Noise:
         """Whether any mask or pattern could change a request of ``boundary``."""
         return bool(self._patterns) or boundary in self._masks
 
-    def apply(self, boundary: str, request: Mapping[str, Any]) -> dict[str, Any]:
-        """A copy of ``request`` with patterns substituted and masked fields blanked."""
-        out: dict[str, Any] = dict(request)
+    def apply(self, boundary: str, request: Any, path: Path = ()) -> Any:
+        """A copy of ``request`` with patterns substituted and masked fields blanked.
+
+        ``request`` is the part of a request found at ``path`` (the whole request by
+        default): a mask naming that part, or a field above it, blanks it whole; a mask
+        naming a field inside it blanks that field.
+        """
+        out: Any = dict(request) if not path else request
         if self._patterns:
             out = _substitute(out, self._patterns)
-        for path in self._masks.get(boundary, ()):
-            out = _mask(out, path)
+        for mask in self._masks.get(boundary, ()):
+            rest = _below(mask, path)
+            if rest is not None:
+                out = _mask(out, rest)
         return out
+
+    def findings(self, recorded: str, today: str) -> list[tuple[str, str]]:
+        """The texts the patterns match in ``recorded`` and in ``today`` that differ, paired
+        in order: ``[("id 59c4d3cb", "id 70f1a216")]``. A pattern matching a different
+        number of times on the two sides pairs nothing."""
+        pairs: list[tuple[str, str]] = []
+        for regex, _ in self._patterns:
+            then = [m.group(0) for m in regex.finditer(recorded)]
+            if not then:
+                continue
+            now = [m.group(0) for m in regex.finditer(today)]
+            if len(then) == len(now):
+                pairs.extend((a, b) for a, b in zip(then, now, strict=True) if a != b)
+        return pairs
 
     def keep_recorded(self, boundary: str, recorded: Any, today: Any) -> Any:
         """``today``'s value with its noise taken from ``recorded``: every masked field,
@@ -220,6 +247,37 @@ def _parsed(masks: tuple[str, ...], patterns: tuple[str | tuple[str, str], ...])
     return Noise(masks, patterns)
 
 
+#: Where a part sits in a request: keys and indexes (``("chunks", 3, "data")``).
+Path = tuple[str | int, ...]
+
+
+def _below(mask: tuple[str | int, ...], path: Path) -> tuple[str | int, ...] | None:
+    """What of ``mask`` applies inside the part at ``path``: ``()`` when it names the part
+    or a field above it (the part is masked whole), ``None`` when it names another field."""
+    for i, part in enumerate(path):
+        if i == len(mask):
+            return ()
+        segment = mask[i]
+        if segment != "*" and segment != part:
+            return None
+    return mask[len(path) :]
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def path_text(path: Path) -> str:
+    """``("chunks", 3, "data")`` as the report writes it: ``chunks[3].data``."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
 def _substitute(value: Any, patterns: Sequence[tuple[re.Pattern[str], str]]) -> Any:
     if isinstance(value, str):
         for regex, repl in patterns:
@@ -259,32 +317,36 @@ Matcher = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
 
 def compare(
     boundary: str,
-    expected: Mapping[str, Any],
-    actual: Mapping[str, Any],
+    expected: Any,
+    actual: Any,
     *,
     noise: Noise,
     matcher: Matcher | None = None,
+    path: Path = (),
 ) -> tuple[list[FieldDiff], int]:
     """Field diffs between a recorded and an actual request, and their total count.
 
     An empty list means they match: equal as they are, equal once noise is applied, or
-    accepted by a custom matcher.
+    accepted by a custom matcher. With ``path``, the two are the part of a request found
+    there (see :meth:`Noise.apply`), and the diffs' paths start with it; the custom
+    matcher is asked about whole requests only.
     """
     if expected == actual:
         return [], 0
     if noise.applies_to(boundary):
-        expected = noise.apply(boundary, expected)
-        actual = noise.apply(boundary, actual)
+        expected = noise.apply(boundary, expected, path)
+        actual = noise.apply(boundary, actual, path)
         if expected == actual:
             return [], 0
-    if matcher is not None:
+    if matcher is not None and not path:
         verdict = matcher(boundary, expected, actual)
         if verdict is True:
             return [], 0
-    diffs, total = diff_values_counted(expected, actual)
+    diffs, total = diff_values_counted(expected, actual, path_text(path))
     if not diffs:
         # Equal field by field yet rejected by the custom matcher.
-        diffs = [FieldDiff(path="", expected=dict(expected), actual=dict(actual),
+        diffs = [FieldDiff(path=path_text(path), expected=_plain(expected),
+                           actual=_plain(actual),
                            detail="rejected by a sessiontape_match hook")]  # fmt: skip
         total = 1
     return diffs, total

@@ -29,6 +29,7 @@ from ..report import (
     suggest_next_step,
 )
 from ..scrub import Scrubber, qualname
+from ._correlate import Correlations
 from ._index import QueueKey
 
 __all__ = ["Outcome"]
@@ -67,6 +68,8 @@ class Outcome:
         self.report: ReplayReport | None = None
         #: In update mode: the mismatches the update answers, which strict mode lets by.
         self.answered: Callable[[MismatchKind, str], bool] | None = None
+        #: The values correlated (set by the engine), listed in the report.
+        self.correlations: Correlations | None = None
 
     @property
     def started(self) -> bool:
@@ -330,6 +333,7 @@ class Outcome:
             crashed=rec.crashed,
             workers=rec.worker_ids(),
             warnings=list(self._warnings),
+            correlations=self.correlations.report() if self.correlations is not None else [],
         )
         report.context = self._context_for(report.first)
         return report

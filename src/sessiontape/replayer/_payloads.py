@@ -8,15 +8,25 @@ when a fake process first hands them to the application.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
 from .._errors import CassetteError, TruncatedPayloadError
-from ..cassette import Blob, CallEntry, Payload, PayloadCodec, Recording, damaged_line
+from ..cassette import (
+    Blob,
+    CallEntry,
+    Payload,
+    PayloadCodec,
+    ProcessCall,
+    Recording,
+    damaged_line,
+    result_json,
+)
 from ..cassette import stored as stored_payload
 
-__all__ = ["served", "stored"]
+__all__ = ["answer_texts", "served", "stored"]
 
 
 def stored(
@@ -73,3 +83,42 @@ def served(
             "its .blobs directory, or re-record it.",
             path=recording.path,
         ) from None
+
+
+def answer_texts(
+    codec: PayloadCodec,
+    recording: Recording,
+    entry: CallEntry,
+    after: int | None = None,
+    before: int | None = None,
+) -> Iterator[str]:
+    """The texts of a recorded call's answers, as stored (placeholders kept): a process's
+    output (in a conversation, its output chunks between the chunks ``after`` and
+    ``before``), a method call's result as JSON. A payload the tape lacks is left out.
+    With ``before``, only a conversation's chunks: a call answers after its request."""
+    if isinstance(entry, ProcessCall):
+        if entry.chunks is not None:
+            start = 0 if after is None else after + 1
+            chunks = entry.chunks[start:before]
+            payloads = [c.data for c in chunks if c.stream != "stdin"]
+        elif before is not None:
+            return
+        else:
+            payloads = [
+                stored(recording, entry, entry.stdout, "stdout"),
+                stored(recording, entry, entry.stderr, "stderr"),
+            ]
+        for payload in payloads:
+            if isinstance(payload, str):
+                yield payload
+            elif payload is not None:
+                try:
+                    text = codec.decode(payload, text=True)
+                except (LookupError, OSError, ValueError):
+                    continue
+                if isinstance(text, str):
+                    yield text
+        return
+    result = getattr(entry, "result", None)
+    if result is not None and before is None:
+        yield bytes(result_json(result)).decode("utf-8", "replace")

@@ -20,7 +20,15 @@ from ._chaos import (
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import describe, format_ms, payload_size
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
-from ._model import Candidate, FieldDiff, Mismatch, MismatchKind, compute_ok, mask_path
+from ._model import (
+    Candidate,
+    Correlation,
+    FieldDiff,
+    Mismatch,
+    MismatchKind,
+    compute_ok,
+    mask_path,
+)
 from ._report import ReplayMismatch, ReplayReport
 from ._rewrites import Change, Rewrite, render_rewrites
 from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
@@ -38,6 +46,7 @@ __all__ = [
     "ChaosResult",
     "ChaosVerdict",
     "Classifier",
+    "Correlation",
     "DescribedCalls",
     "FailureKind",
     "FieldDiff",

@@ -12,7 +12,15 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Candidate", "FieldDiff", "Mismatch", "MismatchKind", "compute_ok", "mask_path"]
+__all__ = [
+    "Candidate",
+    "Correlation",
+    "FieldDiff",
+    "Mismatch",
+    "MismatchKind",
+    "compute_ok",
+    "mask_path",
+]
 
 
 class MismatchKind(str, enum.Enum):
@@ -94,6 +102,38 @@ class Mismatch(msgspec.Struct, frozen=True):
     def mask_paths(self) -> list[str]:
         """The paths of ``diffs`` prefixed with the boundary, ready to paste into a noise mask."""
         return [mask_path(self.boundary, d.path) for d in self.diffs]
+
+
+class Correlation(msgspec.Struct, frozen=True):
+    """A value today's run made up in place of the recorded one, carried into the answers
+    that echo it; or a time it read between two calls, matched within the recorded gap.
+
+    ``seq`` is the call whose request it was found in, ``path`` where in that request (as
+    a noise mask writes it, without the boundary), ``how`` is ``detected`` (a made-up
+    token the recorded answers echo), ``pattern`` (a noise pattern named it) or ``clock``
+    (a time read between calls, not carried into answers). ``served`` lists each answer
+    today's value was put into (``"seq 3 chunks[1]"``).
+    """
+
+    seq: int
+    worker: str
+    boundary: str
+    path: str
+    recorded: str | float
+    today: str | float
+    how: str
+    served: list[str] = []
+
+    def render(self) -> str:
+        """One line: what was put where."""
+        where = f"seq {self.seq} ({self.worker}, {mask_path(self.boundary, self.path)})"
+        if self.how == "clock":
+            return (
+                f"{where}: {self.today!r} read between the same calls as the recorded "
+                f"{self.recorded!r}: matched"
+            )
+        into = "in " + ", ".join(self.served) if self.served else "in no answer so far"
+        return f"{where}: {self.recorded!r} -> {self.today!r} ({self.how}), served {into}"
 
 
 def mask_path(boundary: str, path: str) -> str:

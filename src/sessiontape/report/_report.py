@@ -13,7 +13,7 @@ import msgspec
 
 from .._errors import SessiontapeError
 from ._advice import suggest_next_step
-from ._model import Mismatch, MismatchKind, compute_ok
+from ._model import Correlation, Mismatch, MismatchKind, compute_ok
 from ._rewrites import Rewrite, render_rewrites
 from ._values import json_enc_hook, jsonable, restore_missing, summarize_value
 
@@ -99,6 +99,9 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     rewrites: list[Rewrite] = []
     #: Where the changed tape was written (``None``: nothing was written).
     rewritten_to: str | None = None
+    #: The values today's run made up in place of recorded ones, carried into the
+    #: answers that echo them, and the times read between calls matched within their gap.
+    correlations: list[Correlation] = []
 
     compute_ok = staticmethod(compute_ok)
 
@@ -237,6 +240,15 @@ class ReplayReport(msgspec.Struct, kw_only=True):
         if self.workers:
             lines.append(f"workers: {', '.join(self.workers)}")
         lines.extend(render_rewrites(self.rewrites, self.rewritten_to))
+        if self.correlations:
+            lines.append(
+                plural(len(self.correlations), "value", "values")
+                + " made up today or read between calls, followed:"
+            )
+            lines.extend(f"  {c.render()}" for c in self.correlations[:max_mismatches])
+            if len(self.correlations) > max_mismatches:
+                rest = len(self.correlations) - max_mismatches
+                lines.append(f"  and {rest} more (see the JSON report)")
         if first is not None and self.context:
             lines.append("context before the divergence:")
             lines.extend(style.dim(f"  {line}") for line in self.context)

@@ -23,13 +23,14 @@ from ..._errors import UsageError
 from ..._time import REAL
 from ...cassette import ErrorInfo, Payload, ProcessCall
 from ...replayer import rebuild_error
-from ...report import MismatchKind, diff_values_counted
+from ...report import MismatchKind
 from .._process import ProcessReplay
 from .._protocols import ReplaySide
 from . import _pump
 from ._lazy import LAZY, Wiring, close_answered, fits, make_pipes, read_as, stdin_bytes
 from ._pipes import close_quietly
-from ._pump import STALL_SECONDS, Pump
+from ._pump import Pump
+from ._stdin import StdinCheck
 
 __all__ = [
     "GUARD_SECONDS",
@@ -69,8 +70,8 @@ class Fake:
     (until they are made), and its pump (once they carry bytes a thread may have to feed)."""
 
     __slots__ = (
-        "_callbacks", "_lock", "_served", "deadline", "ends_by_itself", "entry", "error",
-        "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
+        "_callbacks", "_lock", "_served", "_stdin", "deadline", "ends_by_itself", "entry",
+        "error", "fast", "guarded", "orig_timeout", "polls_left", "popen", "pump", "server",
         "signal_ends_output", "timeouts_left", "timing_out", "waits_left", "wiring",
     )  # fmt: skip
 
@@ -102,12 +103,28 @@ class Fake:
         #: unfinished state decides when its output ends), never found running by a poll.
         self.fast = entry.chunks is None and entry.polls == 0 and self.ends_by_itself
         self._served = False
+        self._stdin: StdinCheck | None = None
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[int], None]] = []
 
+    @property
+    def stdin(self) -> StdinCheck:
+        """The check of what the program writes to its stdin (made when first needed: most
+        replayed processes have no stdin to check)."""
+        check = self._stdin
+        if check is None:
+            check = self._stdin = StdinCheck(self)
+        return check
+
+    @property
+    def stdin_pump(self) -> Pump | None:
+        """The pump feeding its pipes, once it has one (what :class:`StdinCheck` reads)."""
+        return self.pump
+
     def attach(self, pump: Pump) -> Pump:
         """Give the process its pump (before it is started)."""
-        pump.on_stdin = self._stdin_problem
+        pump.stdin_chunks.on_chunk = self.stdin.chunk
+        pump.on_stdin = self.stdin.problem
         pump.on_finish = self._finished
         pump.awaits_signal = self.signal_ends_output and not self.entry.unfinished
         pump.on_unsignaled = lambda: _unsignaled(self)
@@ -267,6 +284,8 @@ class Fake:
         written = stdin_bytes(wiring, input, closed["stdin"]) if "stdin" in names else None
         if written is None and "stdin" in names:
             return None
+        if written is not None:
+            self.stdin.written(written)  # before the outputs are read (correlation)
         out_raw = err_raw = out = err = None
         try:
             if "stdout" in names:
@@ -287,80 +306,9 @@ class Fake:
         if timeout is not None or len(names) > 1:
             popen._communication_started = True  # CPython's select loop, not its shortcut
         close_answered(popen, wiring, closed, names, (out_raw, err_raw), input, written)
-        if written is not None:
-            self._check_input(written)
         self.serve()
         popen.wait()
         return out, err
-
-    # -- stdin --------------------------------------------------------------------------
-
-    def _check_input(self, written: bytes) -> None:
-        """Compare what ``communicate()`` wrote with the tape, as the pump does."""
-        entry = self.entry
-        engine = self.server.engine
-        if entry.input is None and not written:
-            return
-        actual = engine.codec.comparable(written, entry.input)
-        if actual == entry.input:
-            return
-        try:
-            expected: bytes | None = engine.payload(entry, entry.input, "input", text=False)
-        except Exception:
-            expected = None
-        what = "differs"
-        if expected is not None and expected.startswith(written):
-            what = "short"
-        elif expected is not None and written.startswith(expected):
-            what = "extra"
-        diffs, total = diff_values_counted(entry.input, actual, "input")
-        try:
-            self._report(what, "stdin", entry.input, actual, diffs, total)
-        except BaseException as exc:  # strict mode: raised once communicate() is done
-            self.error = exc
-
-    def _stdin_problem(self, what: str) -> None:
-        pump, entry = self.pump, self.entry
-        assert pump is not None
-        if entry.chunks is None:
-            where = "stdin"
-            expected: Any = entry.input
-            actual: Any = self.server.engine.codec.comparable(bytes(pump.received), entry.input)
-            diffs, total = diff_values_counted(expected, actual, "input")
-        else:
-            index, start = next(
-                ((i, s) for i, s in reversed(pump.stdin_starts) if s <= (pump.diverged_at or 0)),
-                pump.stdin_starts[0] if pump.stdin_starts else (0, 0),
-            )
-            where = f"stdin chunk {index}"
-            expected = _text(bytes(pump.expected[start:]))
-            actual = _text(bytes(pump.received[start:]))
-            diffs, total = diff_values_counted(expected, actual, f"chunks[{index}].data")
-        self._report(what, where, expected, actual, diffs, total)
-
-    def _report(
-        self, what: str, where: str, expected: Any, actual: Any, diffs: Any, total: int
-    ) -> None:
-        entry = self.entry
-        sentence = {
-            "differs": f"the program wrote other bytes to stdin than recorded ({where}).",
-            "extra": "the program wrote more to stdin than was recorded.",
-            "short": f"the program closed stdin before writing all that was recorded ({where}).",
-            "stalled": f"the program wrote nothing to stdin for {STALL_SECONDS:g} s while "
-            f"the recorded output waited for it ({where}); its output was ended so that it "
-            "does not hang.",
-        }[what]
-        self.server.engine.mismatch(
-            MismatchKind.ARGUMENT_MISMATCH,
-            seq=entry.seq,
-            worker=entry.worker,
-            boundary="process",
-            message=f"the process {entry.argv!r} at seq {entry.seq}: {sentence}",
-            expected=expected,
-            actual=actual,
-            diffs=diffs,
-            total=total,
-        )
 
 
 def guard_deadline() -> float:
@@ -429,10 +377,6 @@ def _unsignaled(fake: Fake) -> None:
         expected=f"the signal(s) {entry.signals}",
         actual="no signal",
     )
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "backslashreplace")
 
 
 def items(engine: ReplaySide, entry: ProcessCall) -> list[tuple[str, Payload]]:

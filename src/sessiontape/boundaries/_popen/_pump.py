@@ -3,7 +3,8 @@
 ``Popen`` creates its pipes as usual; the replay side hands the pump the child's ends.
 The pump writes the recorded stdout and stderr into them and reads what the program
 writes to stdin, checking it against the tape as it comes. Recorded output that followed
-stdin (a conversation) is released only once the program has written that stdin. The
+stdin (a conversation) is released only once the program has written that stdin (today's
+version of the recorded chunk: see ``_stdin``). The
 common case (no stdin, output that fits in the pipes) completes at once, without a
 thread; anything else runs in a thread that ends when the process does, or when
 interception ends. Every wait is bounded: a program that stops writing the stdin the
@@ -29,12 +30,10 @@ from typing import Final
 from ...cassette import Payload
 from ...replayer import IN_FLIGHT
 from ._pipes import close_quietly, internal_thread, pending_bytes
+from ._stdin import STALL_SECONDS, Chunks
 
 __all__ = ["STALL_SECONDS", "Pump"]
 
-#: Real seconds the pump waits for stdin that gates recorded output before it reports the
-#: program stalled and ends the process's output (so the program is not left blocked).
-STALL_SECONDS: Final = 10.0
 _BLOCK: Final = 1 << 16
 
 #: Reads one recorded payload (the item's index, its payload) as bytes; may raise.
@@ -66,14 +65,8 @@ class Pump:
         self._working = True
         self._name = name
         self._pos = 0
-        #: What the program wrote to stdin, and what the tape expects so far.
-        self.received = bytearray()
-        self.expected = bytearray()
-        #: Indexes of the stdin items, with where each starts in ``expected``.
-        self.stdin_starts: list[tuple[int, int]] = []
-        self.stdin_eof = stdin is None
-        self.diverged_at: int | None = None
-        self.extra = False
+        #: What the program wrote to stdin, cut into the recorded chunks it answers.
+        self.stdin_chunks = Chunks(eof=stdin is None)
         self.delivered = threading.Event()
         self.finished = threading.Event()
         self.error: BaseException | None = None
@@ -86,8 +79,8 @@ class Pump:
         for fd in [*self._fds, *([stdin] if stdin is not None else [])]:
             os.set_blocking(fd, False)
         self._thread: threading.Thread | None = None
-        #: Called (with the pump) when stdin departs from the tape, runs past it, or
-        #: stalls; the replay side reports it.
+        #: Called when stdin runs past the tape (``"extra"``) or stalls (``"stalled"``);
+        #: the replay side reports it.
         self.on_stdin: Callable[[str], None] = lambda what: None
         #: Called once when the process's output has ended and it has exited.
         self.on_finish: Callable[[], None] = lambda: None
@@ -120,16 +113,21 @@ class Pump:
 
     def busy(self) -> bool:
         """Whether the thread is serving, or will wake without the program acting: a
-        signal or stop came, stdin was written, or a pipe it has output for has room.
-        Asked from an event loop's thread (``IN_FLIGHT``); does not block."""
+        signal or stop came, stdin was written, or a pipe it has output for has room;
+        or the program has written part of a request whose recorded answer waits for
+        the rest (it waits for that answer: in real time, until the pump reports the
+        stall, never by a jump of virtual time to its timeout). Asked from an event
+        loop's thread (``IN_FLIGHT``); does not block."""
         if self._working:  # even finished: its exit callbacks come after (until discard)
             return True
         with self._lock:
             wake = self._wake_r
             if wake < 0 or self.finished.is_set():
                 return False
+            if self.stdin_chunks.partial():
+                return True
             readers = [wake]
-            if self._stdin is not None and not self.stdin_eof:
+            if self._stdin is not None and not self.stdin_chunks.eof:
                 readers.append(self._stdin)
             writers = [fd for fd, buffer in self._buffers.items() if buffer]
             try:
@@ -172,40 +170,27 @@ class Pump:
 
     def _gated(self) -> bool:
         """Whether the next output waits for stdin the program has not written yet."""
-        return not self.stdin_eof and len(self.received) < len(self.expected)
+        return self.stdin_chunks.pending is not None
 
     def _release(self) -> None:
-        items = self._items
+        items, stdin = self._items, self.stdin_chunks
         while self._pos < len(items):
             stream, payload = items[self._pos]
             if stream == "stdin":
-                self.stdin_starts.append((self._pos, len(self.expected)))
-                self.expected += self._decode(self._pos, payload)
-                self._check_stdin()
-            else:
-                if self._gated():
+                if stdin.pending is None:
+                    stdin.pending = (self._pos, self._decode(self._pos, payload))
+                if not stdin.complete():
                     return
+            else:
                 data = self._decode(self._pos, payload)
                 fd = self._targets.get(stream)
                 if fd is not None and data:
                     self._buffers[fd] += data
             self._pos += 1
 
-    def _check_stdin(self) -> None:
-        if self.diverged_at is not None:
-            return
-        received, expected = self.received, self.expected
-        common = min(len(received), len(expected))
-        if received[:common] != expected[:common]:
-            self.diverged_at = next(i for i in range(common) if received[i] != expected[i])
-            self.on_stdin("differs")
-        elif self._pos >= len(self._items) and len(received) > len(expected) and not self.extra:
-            self.extra = True
-            self.on_stdin("extra")
-
     def _read_stdin(self) -> None:
-        fd = self._stdin
-        if fd is None or self.stdin_eof:
+        fd, stdin = self._stdin, self.stdin_chunks
+        if fd is None or stdin.eof:
             return
         while True:
             try:
@@ -215,12 +200,9 @@ class Pump:
             except OSError:
                 data = b""
             if not data:
-                self.stdin_eof = True
-                if len(self.received) < len(self.expected) and self.diverged_at is None:
-                    self.on_stdin("short")
+                stdin.eof = True
                 return
-            self.received += data
-            self._check_stdin()
+            stdin.received += data
 
     def _write(self) -> None:
         for fd, buffer in self._buffers.items():
@@ -238,23 +220,33 @@ class Pump:
         """Serve what can be served without blocking; return whether the pump is done."""
         if self.finished.is_set():
             return True
+        # Read once: a stop() that comes during the step is served by the next one (it
+        # wakes the thread), after what the program wrote before it has been read.
+        stopped = self._stopped
         try:
             self._read_stdin()
-            if self.signaled is None and not self._stopped:
-                self._release()
-                self._check_stdin()
-                self._write()
+            if self.signaled is None:
+                self._release()  # also when stopped: what came last may end a chunk
+                if not stopped:
+                    if self.stdin_chunks.runs_past(self._pos >= len(self._items)):
+                        self.on_stdin("extra")
+                    self._write()
         except BaseException as exc:  # a payload the tape lacks, a strict-mode mismatch
             self.error = exc
             self._end()
             return True
-        if self.signaled is not None or self._stopped:
+        if self.signaled is None and stopped and self.stdin_chunks.partial():
+            # Interception ends while the program waits for the answer to a request it
+            # wrote only in part: the report says which request found no answer.
+            self._report(self.on_stdin, "unanswered")
+            return True
+        if self.signaled is not None or stopped:
             self._end()
             return True
         done = self._pos >= len(self._items) and not any(self._buffers.values())
         if done and not self.delivered.is_set():
             self.delivered.set()
-        if self.extra and not self._ends_by_itself:
+        if self.stdin_chunks.extra and not self._ends_by_itself:
             self._end()  # the program wants more than was recorded: end its wait
             return True
         if done and self._ends_by_itself and not self._gated():
@@ -273,7 +265,7 @@ class Pump:
     def _loop(self) -> None:
         while not self._step():
             readers = [self._wake_r]
-            if self._stdin is not None and not self.stdin_eof:
+            if self._stdin is not None and not self.stdin_chunks.eof:
                 readers.append(self._stdin)
             writers = [fd for fd, buffer in self._buffers.items() if buffer]
             gated = self._pos < len(self._items) and self._gated()
