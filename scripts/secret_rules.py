@@ -587,7 +587,7 @@ def carry(
             for variant in _variants(alternative):
                 if prefixed(variant):
                     continue
-                python = go_to_python(variant)
+                python = _path_bounded(go_to_python(variant))
                 anchor = find_anchor(python)
                 if anchor is None and keywords:
                     # Nothing in it to find it by (``[a-f0-9]{40}``): found, as gitleaks
@@ -605,6 +605,14 @@ def carry(
                     BodyRule(rule_id, kind, python, group, *anchor[:4], entropy, False, allow)
                 )
     return Carried(keyword_rules, body_rules, allowlists, skipped)
+
+
+def _path_bounded(regex: str) -> str:
+    """``regex`` with ``/`` among the characters its secret may stand between, when it
+    names them (``(?:^|[\\'"\\s>=:(,)])...(?:$|[\\'"\\s<),])``, azure-ad-client-secret): a
+    secret in a directory name (``/work/<secret>/repo``) is found as anywhere else."""
+    regex = re.sub(r"^\(\?:\^\|\[", "(?:^|[/", regex)
+    return re.sub(r"\(\?:\$\|\[([^\]]*)\]\)$", r"(?:$|[/\1])", regex)
 
 
 def _variants(alternative: str) -> list[str]:

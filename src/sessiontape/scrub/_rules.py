@@ -361,22 +361,26 @@ def _second_pass() -> _Pass:
     if not _PASS:
         bodies = [_Body(raw) for raw in BODY_RULES]
         by_char: dict[str, list[_Body]] = {}
-        alternatives: list[str] = []
+        guards: dict[str, list[str]] = {}
         for raw, body in zip(BODY_RULES, bodies, strict=True):
             at, behind, ahead = raw[4], raw[5], raw[6]
-            # One alternative per character: the regex engine then skips through a text
-            # testing one set of first characters per position (it cannot when an
-            # alternative starts with a class or a group).
             for char in _chars(at):
                 lit = re.escape(char)
-                alternatives.append(f"{lit}{f'(?<={behind}{lit})' if behind else ''}(?={ahead})")
+                guards.setdefault(char, []).append(
+                    f"{f'(?<={behind}{lit})' if behind else ''}(?={ahead})"
+                )
                 by_char.setdefault(char, []).append(body)
         # An operator after a name, followed by a value long enough to be a secret.
         value = rf"(?=[=>:|?,]{{0,3}}{_VALUE_HEAD}[^\s\x60'\";]{{{_SHORTEST}}})"
         for char in sorted(_OPERATORS):
             lit = re.escape(char)
-            alternatives.append(f"{lit}(?<=[\\w.\\-\\s'\"]{lit}){value}")
-        sites = re.compile("|".join(alternatives), re.ASCII)
+            guards.setdefault(char, []).append(f"(?<=[\\w.\\-\\s'\"]{lit}){value}")
+        # One alternative per character, starting with it, its guards after it: the regex
+        # engine then skips through a text testing one set of first characters per
+        # position, and at a stop tries one alternative.
+        sites = re.compile(
+            "|".join(f"{re.escape(c)}(?:{'|'.join(g)})" for c, g in guards.items()), re.ASCII
+        )
         _PASS.append(_Pass(sites, {c: tuple(b) for c, b in by_char.items()}))
     return _PASS[0]
 
