@@ -29,7 +29,7 @@ import json
 import re
 import sys
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,37 +47,44 @@ except ImportError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "sessiontape" / "scrub" / "_ruleset.py"
+RULES_OUT = OUT.parent / "_gitleaks.py"
 
-#: Rule ids sessiontape's hand-written shapes (``scrub/_shapes.py``) already cover.
-HAND_SHAPED = frozenset(
-    {
-        "anthropic-admin-api-key",
-        "anthropic-api-key",
-        "aws-access-token",
-        "gcp-api-key",
-        "github-app-token",
-        "github-fine-grained-pat",
-        "github-oauth",
-        "github-pat",
-        "github-refresh-token",
-        "gitlab-pat",
-        "huggingface-access-token",
-        "huggingface-organization-api-token",
-        "npm-access-token",
-        "openai-api-key",
-        "private-key",
-        "pypi-upload-token",
-        "sendgrid-api-token",
-        "slack-app-token",
-        "slack-bot-token",
-        "slack-config-refresh-token",
-        "slack-legacy-bot-token",
-        "slack-legacy-token",
-        "slack-legacy-workspace-token",
-        "slack-user-token",
-        "stripe-access-token",
-    }
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import secret_rules  # noqa: E402  (beside this script)
+
+#: Rule ids sessiontape's hand-written shapes (``scrub/_shapes.py``) already cover, and
+#: the kind of the shape that covers each (its entropy threshold and allowlists apply).
+HAND_SHAPED: dict[str, str] = {
+    "anthropic-admin-api-key": "anthropic",
+    "anthropic-api-key": "anthropic",
+    "aws-access-token": "aws",
+    "gcp-api-key": "google",
+    "github-app-token": "github",
+    "github-fine-grained-pat": "github",
+    "github-oauth": "github",
+    "github-pat": "github",
+    "github-refresh-token": "github",
+    "gitlab-pat": "gitlab",
+    "huggingface-access-token": "huggingface",
+    "huggingface-organization-api-token": "huggingface",
+    "npm-access-token": "npm",
+    "openai-api-key": "openai",
+    "private-key": "private-key",
+    "pypi-upload-token": "pypi",
+    "sendgrid-api-token": "sendgrid",
+    "slack-app-token": "slack",
+    "slack-bot-token": "slack",
+    "slack-config-refresh-token": "slack",
+    "slack-legacy-bot-token": "slack",
+    "slack-legacy-token": "slack",
+    "slack-legacy-workspace-token": "slack",
+    "slack-user-token": "slack",
+    "stripe-access-token": "stripe",
+}
+
+#: Rules the scrubber's hand-written shapes cover whole (``_shapes.py``), beside those whose
+#: prefixes they cover: not carried as rules of their own either.
+CARRIED_BY_HAND = frozenset(HAND_SHAPED)
 
 #: Vendor names of more than one word in rule ids (the kind a redaction is labelled with).
 _VENDORS = ("new-relic", "cisco-meraki", "hashicorp-tf", "intra42", "1password")
@@ -91,6 +98,8 @@ class Token(NamedTuple):
     prefix: str  # the literal the token starts with
     body: str  # the characters of its body, as the inside of a regex class
     min_len: int  # the fewest body characters a token has
+    entropy: float = 0.0  # gitleaks': a token carrying no more bits a character is kept
+    allow: tuple[int, ...] = ()  # its rule's allowlists (indices into ``_gitleaks``)
 
 
 #: Formats the platforms publish for secret scanning that the gitleaks copy read may lack
@@ -288,8 +297,11 @@ def _anchorable(prefix: str) -> bool:
     return any(c in "_-.~" or c.isupper() for c in prefix)
 
 
-def tokens_of(rules: Iterable[dict[str, Any]]) -> tuple[list[Token], list[str]]:
-    """The prefix formats among gitleaks ``rules``, and why each other rule was skipped."""
+def tokens_of(
+    rules: Iterable[dict[str, Any]], allow_of: dict[str, tuple[int, ...]] | None = None
+) -> tuple[list[Token], list[str]]:
+    """The prefix formats among gitleaks ``rules``, and why each other rule was skipped;
+    ``allow_of`` gives each rule's allowlists (see ``secret_rules.allowlists_of``)."""
     found: list[Token] = []
     skipped: list[str] = []
     for rule in rules:
@@ -317,7 +329,15 @@ def tokens_of(rules: Iterable[dict[str, Any]]) -> tuple[list[Token], list[str]]:
                 continue
             if least < 8 or not chars:
                 continue
-            token = Token(f"gitleaks {rule_id}", _kind(rule_id), prefix, _render(chars), least)
+            token = Token(
+                f"gitleaks {rule_id}",
+                _kind(rule_id),
+                prefix,
+                _render(chars),
+                least,
+                float(rule.get("entropy", 0.0)),
+                (allow_of or {}).get(rule_id, ()),
+            )
             found.append(token)
             kept += 1
         if not kept:
@@ -325,12 +345,56 @@ def tokens_of(rules: Iterable[dict[str, Any]]) -> tuple[list[Token], list[str]]:
     return found, skipped
 
 
+def _prefixed_by(tokens: Sequence[Token]) -> Callable[[str], bool]:
+    """Whether every match of a gitleaks regex starts with one of ``tokens``' prefixes."""
+    prefixes = tuple(t.prefix for t in tokens)
+
+    def prefixed(regex: str) -> bool:
+        pattern, _nocase = _go_to_python(regex)
+        try:
+            found = _prefixes(list(P.parse(pattern)), limit=1 << 16)
+        except (re.error, OverflowError):
+            return False
+        return bool(found) and all(p.startswith(prefixes) for p, _rest in found)
+
+    return prefixed
+
+
 def merge(tokens: Iterable[Token]) -> list[Token]:
-    """One entry per prefix (the first source wins), sorted by prefix."""
+    """One entry per prefix, sorted by prefix: the first source names it, and its body
+    admits every body and length the prefix's formats have (``sgp_`` and 40 hex digits
+    as well as ``sgp_`` and 57)."""
     by_prefix: dict[str, Token] = {}
     for token in tokens:
-        by_prefix.setdefault(token.prefix, token)
+        seen = by_prefix.get(token.prefix)
+        if seen is None:
+            by_prefix[token.prefix] = token
+            continue
+        chars = {ord(c) for c in _expand_class(seen.body) + _expand_class(token.body)}
+        by_prefix[token.prefix] = seen._replace(
+            body=_render(chars),
+            min_len=min(seen.min_len, token.min_len),
+            entropy=min(seen.entropy, token.entropy),
+            allow=tuple(sorted({*seen.allow, *token.allow})),
+        )
     return sorted(by_prefix.values(), key=lambda t: t.prefix)
+
+
+def _expand_class(body: str) -> str:
+    """The characters of a class's inside as :func:`_render` writes it (``A-Fa-f0-9_``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            out.append(body[i + 1])
+            i += 2
+        elif i + 2 < len(body) and body[i + 1] == "-":
+            out.extend(chr(c) for c in range(ord(body[i]), ord(body[i + 2]) + 1))
+            i += 3
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
 
 
 def render_module(tokens: Sequence[Token], origin: str) -> str:
@@ -352,12 +416,20 @@ def render_module(tokens: Sequence[Token], origin: str) -> str:
         "",
         '__all__ = ["VENDOR_TOKENS"]',
         "",
-        "#: (source, kind, prefix, body characters as a regex class's inside, fewest body chars)",
-        "VENDOR_TOKENS: Final[tuple[tuple[str, str, str, str, int], ...]] = (",
+        "#: (source, kind, prefix, body characters as a regex class's inside, fewest body chars,",
+        "#: entropy at or below which a token is a placeholder and kept: gitleaks' threshold,",
+        "#: its rule's allowlists: indices into ``_gitleaks.ALLOWLISTS``)",
+        "VENDOR_TOKENS: Final[tuple[tuple[str, str, str, str, int, float, tuple[int, ...]], "
+        "...]] = (",
     ]
     for t in tokens:
         # As ``ruff format`` writes it: on one line if it fits, else one field a line.
-        fields = [*(json.dumps(f) for f in (t.source, t.kind, t.prefix, t.body)), str(t.min_len)]
+        fields = [
+            *(json.dumps(f) for f in (t.source, t.kind, t.prefix, t.body)),
+            str(t.min_len),
+            repr(t.entropy),
+            secret_rules.literal(t.allow),
+        ]
         line = f"    ({', '.join(fields)}),"
         if len(line) <= 100:
             lines.append(line)
@@ -381,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", help="gitleaks.toml: a local path or an http(s) URL")
     parser.add_argument("--commit", help="the gitleaks commit the config was taken at")
     parser.add_argument("--out", type=Path, default=OUT, help="the module to write")
+    parser.add_argument(
+        "--rules-out", type=Path, default=None, help="the rules module to write (beside --out)"
+    )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     args = parser.parse_args(argv)
     config = read_config(args.config)
@@ -388,25 +463,41 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(rules, list):
         print(f"{args.config}: no [[rules]] tables: is this gitleaks' config?", file=sys.stderr)
         return 2
-    found, skipped = tokens_of(rules)
+    allowlists, allow_of = secret_rules.allowlists_of(rules)
+    found, skipped = tokens_of(rules, allow_of)
     tokens = merge([*PUBLISHED, *found])
     origin = "gitleaks config/gitleaks.toml" + (f" at commit {args.commit}" if args.commit else "")
     text = render_module(tokens, origin)
+    carried = secret_rules.carry(
+        rules, set(CARRIED_BY_HAND), _kind, _prefixed_by(tokens), allowlists, allow_of
+    )
+    hand = [
+        (rule_id, HAND_SHAPED[rule_id], float(rule.get("entropy", 0.0)), allow_of.get(rule_id, ()))
+        for rule in rules
+        if (rule_id := str(rule.get("id"))) in HAND_SHAPED
+    ]
+    global_allow = secret_rules._allowlist(config.get("allowlist", {}))
+    rules_text = secret_rules.render(carried, hand, global_allow, origin)
     for reason in skipped:
-        print(f"skipped {reason}", file=sys.stderr)
+        print(f"no prefix format: {reason}", file=sys.stderr)
+    for reason in carried.skipped:
+        print(f"not carried {reason}", file=sys.stderr)
     print(
         f"{len(found)} prefix formats from {len(rules)} gitleaks rules, {len(PUBLISHED)} "
-        f"published, {len(tokens)} prefixes in all",
+        f"published, {len(tokens)} prefixes in all; {len(carried.keyword_rules)} keyword "
+        f"rules and {len(carried.body_rules)} body rules carried",
         file=sys.stderr,
     )
+    rules_out = args.rules_out or args.out.parent / RULES_OUT.name
+    outputs = ((args.out, text), (rules_out, rules_text))
     if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is out of date: run without --check", file=sys.stderr)
-            return 1
-        return 0
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {args.out}", file=sys.stderr)
+        stale = [p for p, t in outputs if not p.exists() or p.read_text(encoding="utf-8") != t]
+        for path in stale:
+            print(f"{path} is out of date: run without --check", file=sys.stderr)
+        return 1 if stale else 0
+    for path, content in outputs:
+        path.write_text(content, encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

@@ -267,9 +267,16 @@ def test_lazy_fronts_say_the_same_thing_three_times() -> None:
     assert fronts >= 2  # sessiontape and sessiontape.tape
 
 
+#: Modules that are generated tables of data, not code to read (their generator, under
+#: ``scripts/``, is the code): gitleaks' rules, as the scrubber applies them.
+GENERATED_DATA = frozenset({"sessiontape.scrub._gitleaks"})
+
+
 def test_no_module_or_class_is_too_long_to_read_in_one_sitting() -> None:
     too_long: list[str] = []
     for name, path in modules(SRC).items():
+        if name in GENERATED_DATA:
+            continue
         source = path.read_text(encoding="utf-8")
         lines = source.count("\n")
         if lines > MAX_MODULE_LINES:

@@ -24,7 +24,9 @@ from sessiontape.scrub import (
 # Fake secrets, assembled so that no scanner mistakes this file for a leak.
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 GITHUB_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF"
-AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
+# Not AWS's documented example key (AKIAIOSFODNN7EXAMPLE): gitleaks' allowlist keeps
+# that one, and so does sessiontape.
+AKIA = "AKIA" + "Q7ZP3XK2M5VR6TLW"
 ASIA = "ASIA" + "Y34FZKBOKMUTVV7A"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 OPENAI = "sk-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCD"
@@ -42,7 +44,14 @@ UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 TOKEN_CASES = [
     pytest.param(GHP, "[REDACTED:github]", id="github-ghp"),
-    *(pytest.param(f"gh{c}_" + "x" * 36, "[REDACTED:github]", id=f"github-gh{c}") for c in "ousr"),
+    *(
+        pytest.param(
+            f"gh{c}_" + "Zq8rT2vW5yB1dF4hK7mP0sU3xA6cE9gJ2nL5",
+            "[REDACTED:github]",
+            id=f"github-gh{c}",
+        )
+        for c in "ousr"
+    ),
     pytest.param(GITHUB_PAT, "[REDACTED:github]", id="github-pat"),
     pytest.param(AKIA, "[REDACTED:aws]", id="aws-akia"),
     pytest.param(ASIA, "[REDACTED:aws]", id="aws-asia"),

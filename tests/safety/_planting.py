@@ -2,6 +2,7 @@
 
 :func:`record_planted` records one session in which a fresh instance of one secret shape
 sits in each place: a real subprocess (argv, env, stdin, its stdout and stderr, its cwd),
+a path root of the session (a directory name the header names),
 a program that cannot be started (the spawn error), an agent (request, result, error), a
 store (arguments, result, error, snapshot), a user boundary (arguments, result), the
 config, the outcome, the entrypoint, and an exception escaping the session. It returns
@@ -25,7 +26,7 @@ PLACES = (
     "argv", "env", "stdin", "stdout", "stderr", "cwd", "spawn error", "agent request",
     "agent result", "agent error", "store arguments", "store result", "store error",
     "store snapshot", "boundary arguments", "boundary result", "config", "outcome",
-    "entrypoint", "session error",
+    "entrypoint", "session error", "root",
 )  # fmt: skip
 
 # The child prints two secrets it is given hex-encoded (so argv holds no secret of theirs).
@@ -88,10 +89,23 @@ def record_planted(directory: Path, make: Maker, seed: int) -> tuple[Path, dict[
     name = texts["cwd"].lstrip("/")
     cwd = os.path.join(directory, "cwd", name.replace("\n", "\n/") if len(name) > 200 else name)
     os.makedirs(cwd)
+    # A path root of the session (the header keeps them): a directory name holding it.
+    # A root is kept normalised, which folds the // of a URL into one slash: a URL's
+    # password is then no URL's any more, so a text with // is not planted there.
+    root_name = texts["root"].lstrip("/")
+    if "//" in root_name:
+        root_name, planted["root"] = "plain", []
+    root = os.path.join(
+        directory, "root", root_name.replace("\n", "\n/") if len(root_name) > 200 else root_name
+    )
+    os.makedirs(root)
     agent = Agent(texts["agent result"], texts["agent error"])
     store = Store(texts["store snapshot"], texts["store result"])
     tape = sessiontape.record(
-        path, config={"note": texts["config"]}, entrypoint=f"app --note {texts['entrypoint']}"
+        path,
+        config={"note": texts["config"]},
+        entrypoint=f"app --note {texts['entrypoint']}",
+        roots={"work": root},
     )
     try:
         if True:

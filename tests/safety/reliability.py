@@ -203,7 +203,7 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     from contextlib import redirect_stdout
 
     from safety._planting import record_planted
-    from safety._secrets import LISTED_LATER, SHAPES, UNLISTED, leaked
+    from safety._secrets import leaked
     from sessiontape.cli import main
 
     leaks: list[str] = []
@@ -211,9 +211,7 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     for seed in range(seeds):
         with tempfile.TemporaryDirectory() as tmp:
             path, planted = record_planted(
-                Path(tmp),
-                {**SHAPES, **LISTED_LATER, **UNLISTED}[kind],
-                zlib.crc32(kind.encode()) + seed,
+                Path(tmp), _corpora()[kind], zlib.crc32(kind.encode()) + seed
             )
             out = Path(tmp, "out")
             out.mkdir()
@@ -235,13 +233,26 @@ def _corpus_shape(args: tuple[str, int]) -> dict[str, Any]:
     return {"kind": kind, "pairs": pairs, "leaks": leaks}
 
 
-def secrets(pool: Any, seeds: int, unlisted: bool = False) -> dict[str, Any]:
-    """The corpus by place and kind: the listed shapes, or (``unlisted``) the secrets no
-    list names, found by their context."""
+def _corpora() -> dict[str, Any]:
+    """Every kind of every corpus, by name."""
+    from safety._gitleaks_kinds import gitleaks_kinds
+    from safety._secrets import LISTED_LATER, SHAPES, UNLISTED
+
+    return {**SHAPES, **LISTED_LATER, **UNLISTED, **gitleaks_kinds()}
+
+
+def secrets(pool: Any, seeds: int, corpus_name: str = "listed") -> dict[str, Any]:
+    """The corpus by place and kind: the listed shapes, the secrets no list names (found
+    by their context: ``unlisted``), or gitleaks' rules by their own true examples."""
+    from safety._gitleaks_kinds import gitleaks_kinds
     from safety._planting import PLACES
     from safety._secrets import LISTED_LATER, SHAPES, UNLISTED
 
-    corpus = UNLISTED if unlisted else {**SHAPES, **LISTED_LATER}
+    corpus = {
+        "listed": {**SHAPES, **LISTED_LATER},
+        "unlisted": UNLISTED,
+        "gitleaks": gitleaks_kinds(),
+    }[corpus_name]
     parts = pool.map(_corpus_shape, [(kind, seeds) for kind in sorted(corpus)])
     return {
         "shapes": len(corpus),
@@ -378,6 +389,14 @@ def _second_line(f: dict[str, Any]) -> list[str]:
             f"and in URLs) | {un['pairs']:,} (secret, place) pairs: {un['shapes']} kinds × "
             f"{un['places']} places × {un['seeds']} instances | {un['leaks']} |"
         )
+    if "gitleaks" in f:
+        gl = f["gitleaks"]
+        rows.append(
+            f"| no secret of gitleaks' default rules on disk, nor in show, export or report: "
+            f"each rule's own true examples (tests/scrub/data/gitleaks_examples.json) | "
+            f"{gl['pairs']:,} (secret, place) pairs: {gl['shapes']} rules × {gl['places']} "
+            f"places | {gl['leaks']} |"
+        )
     if "false_positives" in f:
         fp = f["false_positives"]
         rows.append(
@@ -415,6 +434,9 @@ def failures_of(figures: dict[str, Any]) -> list[str]:
         found.append(f"{figures['secrets']['leaks']} secrets leaked")
     if figures.get("unlisted", {}).get("leaks"):
         found.append(f"{figures['unlisted']['leaks']} unlisted secrets leaked")
+    if figures.get("gitleaks", {}).get("leaks"):
+        gl = figures["gitleaks"]["leaks_by_kind"]
+        found.append(f"gitleaks' examples leaked: {[k for k, n in gl.items() if n]}")
     if figures.get("false_positives", {}).get("altered"):
         fp = figures["false_positives"]
         found.append(f"{fp['altered']} ordinary texts redacted, e.g. {fp['examples']}")
@@ -440,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
             ("faults", lambda: faults(range(14), range(6))),
             ("stress", lambda: stress(1 if quick else 5, 16, 200 if quick else 1_000)),
             ("secrets", lambda: secrets(pool, 1 if quick else 3)),
-            ("unlisted", lambda: secrets(pool, 1 if quick else 3, unlisted=True)),
+            ("unlisted", lambda: secrets(pool, 1 if quick else 3, "unlisted")),
+            ("gitleaks", lambda: secrets(pool, 1, "gitleaks")),
             ("false_positives", lambda: false_positives(5 if quick else 50)),
             ("scrub_us", scrub_speed),
         ]

@@ -27,11 +27,19 @@ ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
         ("key rk" + "_test_" + "a1B2" * 6, "key [REDACTED:stripe]"),
         ("h" + "f_" + "abcdEFGH" * 4 + "ij", "[REDACTED:huggingface]"),
         ("np" + "m_" + "a1B2" * 9, "[REDACTED:npm]"),
-        ("AI" + "za" + "Sy" + "a1B2_c3D4-" * 3 + "e5F", "[REDACTED:google]"),
-        ("AB" + "IA" + "IOSFODNN7EXAMPLE", "[REDACTED:aws]"),
-        ("py" + "pi-AgEIcHlwaS5vcmc" + "x" * 60, "[REDACTED:pypi]"),
+        # Random bodies: a placeholder (x * 60) or a published example (...EXAMPLE) is
+        # kept, as gitleaks keeps it (tests/scrub/test_gitleaks_examples.py).
+        ("AI" + "za" + "Sy" + "Q3v_8KpL2-Xm9Rt4Wz7Hb1Ny6Jc0Fd5Gs", "[REDACTED:google]"),
+        ("AB" + "IA" + "Q7ZP3XK2M5VR6TLW", "[REDACTED:aws]"),
+        (
+            "py" + "pi-AgEIcHlwaS5vcmc" + "Zq8rT2vW5yB1dF4hK7mP0sU3xA6cE9gJ2nL5" * 2,
+            "[REDACTED:pypi]",
+        ),
         ("gl" + "pat-" + "a1B2c3D4e5F6g7H8i9J0", "[REDACTED:gitlab]"),
-        ("S" + "G." + "a" * 22 + "." + "b" * 43, "[REDACTED:sendgrid]"),
+        (
+            "S" + "G." + "Zq8rT2vW5yB1dF4hK7mP0s" + "." + "U3xA6cE9gJ2nL5" * 3 + "Q",
+            "[REDACTED:sendgrid]",
+        ),
         ("xa" + "pp-1-" + "A0123456-123-abc", "[REDACTED:slack]"),
         (
             "https://hooks." + "slack.com/services/T000/B000/" + "x" * 24,

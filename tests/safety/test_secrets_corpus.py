@@ -15,6 +15,7 @@ import pytest
 import sessiontape
 from sessiontape.cli import main
 
+from ._gitleaks_kinds import gitleaks_kinds, sample
 from ._ordinary import altered, record_ordinary
 from ._planting import PLACES, record_planted
 from ._secrets import LISTED_LATER, SHAPES, UNLISTED, leaked
@@ -22,6 +23,9 @@ from ._secrets import LISTED_LATER, SHAPES, UNLISTED, leaked
 #: Every shape planted: the listed ones, those the issue found on disk (now listed), and
 #: secrets no list names (found by their context: the shape-free detector).
 CORPUS = {**SHAPES, **LISTED_LATER, **UNLISTED}
+#: gitleaks' rules, each by its own true examples: one in four here, every one in
+#: ``nox -s reliability``.
+GITLEAKS = sample(gitleaks_kinds(), 4)
 
 
 def leaks_of(data: bytes, planted: dict[str, list[str]]) -> list[str]:
@@ -29,11 +33,12 @@ def leaks_of(data: bytes, planted: dict[str, list[str]]) -> list[str]:
     return [place for place, cores in planted.items() if leaked(data, cores)]
 
 
-@pytest.mark.parametrize("kind", sorted(CORPUS))
+@pytest.mark.parametrize("kind", sorted({**CORPUS, **GITLEAKS}))
 def test_no_shape_reaches_the_disk_from_any_place(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path, planted = record_planted(tmp_path, CORPUS[kind], seed=zlib.crc32(kind.encode()))
+    make = {**CORPUS, **GITLEAKS}[kind]
+    path, planted = record_planted(tmp_path, make, seed=zlib.crc32(kind.encode()))
     assert sorted(planted) == sorted(PLACES)
     rec = sessiontape.load(path)
     assert rec.error is not None  # every place was written
@@ -55,6 +60,8 @@ def test_no_shape_reaches_the_disk_from_any_place(
 
 
 def test_the_corpus_is_large_enough() -> None:
+    assert len(gitleaks_kinds()) >= 200
+    assert len(GITLEAKS) >= 50
     assert len(SHAPES) >= 30
     assert len(LISTED_LATER) >= 14
     assert len(UNLISTED) >= 15

@@ -88,7 +88,7 @@ def test_every_format_kept_as_data_is_redacted_wherever_it_sits() -> None:
 
     rng = random.Random(20)
     assert len(VENDOR_TOKENS) >= 90
-    for _source, kind, prefix, body, least in VENDOR_TOKENS:
+    for _source, kind, prefix, body, least, *_rule in VENDOR_TOKENS:
         token = _sample(prefix, body, least, rng)
         body_part = token[len(prefix) :]
         for text in (token, f"x {token} y", f'{{"t": "{token}"}}', f"/tmp/{token}/w", f"a={token}"):

@@ -30,6 +30,7 @@ __all__ = [
     "ContextWord",
     "context_tail",
     "context_words",
+    "is_placeholder",
     "looks_random",
     "starts_a_word",
 ]
@@ -161,6 +162,34 @@ def _entropy(value: str) -> float:
     """Shannon entropy of ``value`` in bits per character."""
     n = len(value)
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# What stands in for a value rather than being one (gitleaks' global allowlist): one
+# character repeated six times or more (``xxxxxxxx``, ``******``; a shorter value under a
+# secret name is taken as the secret it may be), a template (``{{ secrets.TOKEN }}``,
+# ``${TOKEN}``, ``%TOKEN%``, ``@TOKEN@``), a placeholder in angle brackets
+# (``<YOUR_TOKEN>``), or true, false and null.
+_PLACEHOLDER: Final = re.compile(
+    r"[\"'`]?(?:(.)\1{5,}|\{\{[^{}]*\}\}|\$\{\{[^{}]*\}\}|\$\{?\w+\}?|%\w+%|@\w+@|<[^<>\n]+>"
+    r"|(?i:true|false|null|none))[\"'`]?\Z"
+)
+
+
+# A value of 8 characters or more carrying less than this many bits a character is one
+# character repeated after a short prefix (``pplx-xxxx...``, ``AIzaaaaa...``): no secret.
+_PLACEHOLDER_BITS: Final = 1.5
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether ``value`` stands in for a secret rather than being one (see above), or is
+    mostly one character repeated: found by its name or its shape, it is kept."""
+    if _PLACEHOLDER.match(value) is not None:
+        return True
+    n = len(value)
+    if n < 8:
+        return False
+    bits = -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    return bits < _PLACEHOLDER_BITS
 
 
 def looks_random(value: str) -> bool:

@@ -44,9 +44,10 @@ __all__ = ["SCRUBBED_FIELDS", "scrub_entry", "scrub_fields"]
 #: every string, and every value under a secret-looking key), ``payload`` (text, or a
 #: Blob of bytes or digest left as it is), ``chunks`` (a conversation's chunks, each a
 #: payload), ``error`` (an ErrorInfo: message and traceback redacted, paths kept, as
-#: replay raises them again).
+#: replay raises them again), ``roots`` (the header's path roots: secrets redacted, paths
+#: kept).
 SCRUBBED_FIELDS: Final[dict[type, tuple[tuple[str, str], ...]]] = {
-    SessionStart: (("entrypoint", "text"), ("config", "data")),
+    SessionStart: (("entrypoint", "text"), ("config", "data"), ("roots", "roots")),
     SessionResume: (("entrypoint", "text"), ("config", "data")),
     StoreSnapshot: (("data", "data"), ("error", "error")),
     ProcessCall: (
@@ -78,6 +79,13 @@ def _error(scrubber: Scrubber, info: ErrorInfo) -> ErrorInfo:
     return msgspec.structs.replace(info, message=message, traceback=traceback)
 
 
+def _roots(scrubber: Scrubber, roots: dict[str, str]) -> dict[str, str]:
+    """The header's path roots, secrets redacted (a directory name may hold one); a root
+    is never written as a placeholder of itself."""
+    out = {name: scrubber.secrets(path) for name, path in roots.items()}
+    return roots if out == roots else out
+
+
 def _payload(scrubber: Scrubber, value: Any) -> Any:
     """A payload's text scrubbed; a Blob holds bytes that are not UTF-8 text, or only a
     digest: nothing to read."""
@@ -102,6 +110,7 @@ _SCRUB_KIND: Final[dict[str, Callable[[Scrubber, Any], Any]]] = {
     "env": Scrubber.env,
     "chunks": _chunks,
     "error": _error,
+    "roots": _roots,
 }
 # SCRUBBED_FIELDS with each kind's function looked up once, not per recorded entry.
 _PLANS: Final = {

@@ -14,6 +14,7 @@ from typing import Final
 __all__ = [
     "REDACTED_MARK",
     "SECRET_ENV_NAME",
+    "is_known_not_secret",
     "is_secret_config_key",
     "is_secret_name",
     "is_secret_option",
@@ -55,20 +56,33 @@ _SECRET_WORDS: Final = (
 )
 
 # Whole names that hold a secret word yet are well known not to be secret: the shell's
-# working directory, desktop-session plumbing, identifiers called "key", token counts.
+# working directory, desktop-session plumbing, identifiers called "key", token counts, and
+# the names gitleaks' generic rule lets go (its allowlist): keys of indexes and schemas,
+# public keys and tokens, a key's id, name, length or size, key-press events, CSRF tokens.
+_KNOWN_NOT_SECRET: Final = (
+    r"(?i:issuerkeyhash|keyvaulttostoresecrets"
+    r"|.*?(?:sort|cache|primary|foreign|partition|routing|lookup|idempotency|dedupe?|group"
+    r"|hash|range|shard|object|row|hot|bucket|idx|natural|pub|public|schema|sequence)"
+    r"[_.-]?keys?"
+    # Not key_id: an access key's id (AWS_ACCESS_KEY_ID) is half a credential.
+    r"|.*?key[_.-]?(?:alias|board|code|frame|length|mesh|name|pair|press(?:ed)?|ring"
+    r"|selector|signature|size|stone|storetype|word|up|down|left|right)(?:[_.-]?(?:event|s))?"
+    r"|.*?key[_.-]?vault[_.-]?(?:id|name)"
+    r"|.*?secrets?[_.-]?(?:length|name|size|id)s?"
+    r"|.*?credentials?[_.-]?ids?"
+    r"|.*?(?:csrf|public)[_.-]?tokens?"
+    r"|.*?tokens?[_.-]?(?:count|counts|usage|limit|limits|budget|type|estimate)s?)"
+)
 _NOT_SECRET_NAMES: Final = (
     r"(?i:pwd|key|keys|ssh_auth_sock|gpg_agent_info|desktop_session|session_manager"
-    r"|xdg_session_[a-z_]+|dbus_session_bus_address"
-    r"|.*?(?:sort|cache|primary|foreign|partition|routing|lookup|idempotency|dedupe?|group"
-    r"|hash|range|shard|object|row|hot)[_.-]?keys?"
-    r"|.*?tokens?[_.-]?(?:count|counts|usage|limit|limits|budget|type|estimate)s?)"
+    rf"|xdg_session_[a-z_]+|dbus_session_bus_address)|{_KNOWN_NOT_SECRET}"
 )
 
 #: Matches environment variable names (and dict keys, option names) that hold secrets:
 #: TOKEN, KEY, SECRET, PASSWORD, PASSWD, PASS, AUTH, COOKIE, CREDENTIAL, SESSION, PRIVATE,
 #: SIGNATURE, DSN as words of the name, in any case. Use ``SECRET_ENV_NAME.search(name)``.
 SECRET_ENV_NAME: Final[re.Pattern[str]] = re.compile(
-    rf"^(?!{_NOT_SECRET_NAMES}\Z).*?(?:{_SECRET_WORDS})", re.DOTALL
+    rf"^(?!(?:{_NOT_SECRET_NAMES})\Z).*?(?:{_SECRET_WORDS})", re.DOTALL
 )
 
 
@@ -96,6 +110,16 @@ _CONFIG_KEY: Final = re.compile(
     r"[A-Za-z_][\w.:-]*[._:-][\w.:-]*\Z",
     re.IGNORECASE,
 )
+
+
+_NOT_SECRET: Final = re.compile(rf"{_KNOWN_NOT_SECRET}\Z", re.DOTALL)
+
+
+def is_known_not_secret(name: str) -> bool:
+    """Whether ``name``, a name of several words, holds a secret word yet is known not to
+    name a secret (``primaryKey``, ``key_length``, ``publicToken``): for the judges that
+    find a value by the word before it (``key`` alone is still a credential word there)."""
+    return _NOT_SECRET.match(name) is not None
 
 
 def is_secret_option(name: str) -> bool:

@@ -10,9 +10,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
-from ._context import CONTEXT_MARK, looks_random
+from ._context import CONTEXT_MARK, is_placeholder, looks_random
 from ._names import REDACTED_MARK, is_secret_config_key, is_secret_name, is_secret_option
 from ._roots import LEAF_TYPES, PathRoots
+from ._rules import keyword_secret, names_a_keyword
 
 # Scrubber.__init__ takes a ``redact`` flag that would shadow the function.
 from ._shapes import redact as redact_text
@@ -35,9 +36,10 @@ _OPTION_NAME: Final = re.compile(r"[A-Za-z][\w.-]*\Z")
 
 
 def _redact_all(obj: Any) -> Any:
-    """Every string inside ``obj`` redacted; numbers, booleans and None say no secret."""
+    """Every string inside ``obj`` redacted (a placeholder, ``xxxx`` or ``<TOKEN>``, kept);
+    numbers, booleans and None say no secret."""
     if isinstance(obj, str):
-        return REDACTED_MARK if obj else obj
+        return REDACTED_MARK if obj and not is_placeholder(obj) else obj
     if isinstance(obj, dict):
         return {k: _redact_all(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -47,11 +49,13 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
-# What the word after an argv word is: not a secret, a secret (after ``--token``), or a
-# secret if it reads as random (after ``-p``, ``-a``, ``Bearer``, ``token``).
+# What the word after an argv word is: not a secret, a secret (after ``--token``), a
+# secret if it reads as random (after ``-p``, ``-a``, ``Bearer``, ``token``), or a secret
+# if a keyword rule takes it for one under this word's name (``--datadog``, ``TELEGRAM``).
 _PLAIN: Final = 0
 _SECRET: Final = 1
 _IF_RANDOM: Final = 2
+_IF_KEYWORD: Final = 3
 # Words whose next word is a secret when it reads as random: short options taking a
 # password (mysql -p, redis-cli -a, sshpass -p) and credential words.
 _BEFORE_RANDOM: Final = frozenset(
@@ -78,16 +82,47 @@ def _argv_word(text: Callable[[str], str], redact: bool, arg: str) -> tuple[str,
             return text(arg), _SECRET
         elif arg in _BEFORE_RANDOM:
             return text(arg), _IF_RANDOM
+        if 2 < len(arg) <= 64 and _NAME_WORD.match(arg) and names_a_keyword(arg):
+            return text(arg), _IF_KEYWORD
     return text(arg), _PLAIN
 
 
-def _value_after(arg: str, after: int) -> tuple[str, int] | None:
-    """What an argv word after a secret option or word becomes, and what the word after
-    it is; None when it is an ordinary word."""
+# An argv word that may name the value after it (``--datadog-key``, ``TELEGRAM_BOT``).
+_NAME_WORD: Final = re.compile(r"-{0,2}[A-Za-z][\w.-]*\Z")
+
+
+def _value_after(
+    arg: str, after: int, name: str, text: Callable[[str], str]
+) -> tuple[str, int] | None:
+    """What an argv word after a secret option or word (``name``) becomes, and what the
+    word after it is; None when it is an ordinary word."""
+    if after == _IF_KEYWORD:
+        # A token a shape names keeps that name (scrubbed as any word); a value only a
+        # keyword rule knows goes whole, named by that rule.
+        mark = keyword_secret(name.lstrip("-"), arg) if text(arg) == arg else None
+        return None if mark is None else (mark, _PLAIN)
+    if is_placeholder(arg):
+        return None
     if after == _SECRET:
         # Authorization: Bearer TOKEN: the scheme stays, the token goes.
         return (arg, _SECRET) if arg in _SCHEMES else (REDACTED_MARK, _PLAIN)
     return (CONTEXT_MARK, _PLAIN) if looks_random(arg) else None
+
+
+def _named(redact: bool, name: str, value: str, text: Callable[[str], str]) -> str:
+    """``value`` stored under ``name`` (an environment variable, a JSON key) scrubbed:
+    redacted whole when the name says it is a secret, by its own name (``API_KEY``) or by
+    a keyword rule's (``DATADOG=<40 alphanumerics>``); scrubbed as text else."""
+    if redact and value and not is_placeholder(value):
+        if is_secret_name(name):
+            return REDACTED_MARK
+        done = text(value)
+        # A token a shape names (``AKIA...``) keeps that name; a value only a keyword
+        # rule knows goes whole, named by that rule.
+        if done == value and names_a_keyword(name):
+            return keyword_secret(name, value) or done
+        return done
+    return text(value)
 
 
 @final
@@ -243,9 +278,12 @@ class Scrubber:
         out: list[str] = []
         value_is_secret = _PLAIN
         words = self._words
+        previous = ""
         for arg in argv:
             after = value_is_secret and arg and not arg.startswith("-")
-            if after and (found := _value_after(arg, value_is_secret)) is not None:
+            found = after and _value_after(arg, value_is_secret, previous, self.text)
+            previous = arg
+            if found:
                 out.append(found[0])
                 value_is_secret = found[1]
                 continue
@@ -280,15 +318,8 @@ class Scrubber:
             self._remember(done)
             return done
         text = self.text
-        redact = self._redact
         scrubbed: dict[str, str | None] = {
-            name: (
-                value
-                if value is None
-                else REDACTED_MARK
-                if redact and value and is_secret_name(name)
-                else text(value)
-            )
+            name: value if value is None else _named(self._redact, name, value, text)
             for name, value in env.items()
         }
         self._last_env = (dict(env), scrubbed)
@@ -359,6 +390,10 @@ class Scrubber:
                         scrubbed_key = key
                     elif self._redact and is_secret_name(key):
                         out[text(key)] = _redact_all(value)
+                        continue
+                    elif self._redact and type(value) is str and names_a_keyword(key):
+                        # Never remembered: its value is judged by its name every time.
+                        out[text(key)] = _named(True, key, value, text)
                         continue
                     else:
                         scrubbed_key = text(key)

@@ -12,9 +12,10 @@ and the common case, a string holding nothing to scrub, leaves after one failed 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Final, NamedTuple, cast
+from collections.abc import Sequence
+from typing import Final, cast
 
+from ._assign import VALUE, assignment_shapes, key_before, key_ends_secret, key_guard
 from ._context import (
     CONTEXT_MARK,
     RANDOM_VALUE,
@@ -24,7 +25,9 @@ from ._context import (
     looks_random,
     starts_a_word,
 )
-from ._names import REDACTED_MARK, is_secret_name, is_secret_option, redaction_mark
+from ._names import REDACTED_MARK, is_known_not_secret, is_secret_option, redaction_mark
+from ._rules import HAND_RULES_BY_KIND, redact_rules, token_judge
+from ._shape import Judge, Shape, combine
 from ._vendor import vendor_shapes
 
 __all__ = ["contains_secret", "redact"]
@@ -44,153 +47,11 @@ __all__ = ["contains_secret", "redact"]
 # choices took the scan from 16 µs (keywords first, case-insensitive) to under 1 µs.
 
 
-def _spellings(words: Sequence[str]) -> str:
-    """An alternation of the lower, UPPER and Capitalized spellings of ``words``.
-
-    Made for lookbehinds, which the engine tries alternative by alternative: literals
-    (rather than ``(?i:...)`` or classes) are rejected at their first character, and
-    factoring by first character (``a(?:swd|uth)``) spares most of those rejections. This
-    makes the checks tried at every ``:`` and ``=`` about three times cheaper.
-    """
-    groups: dict[str, list[str]] = {}
-    for word in words:
-        for spelling in dict.fromkeys((word, word.upper(), word.capitalize())):
-            groups.setdefault(spelling[0], []).append(re.escape(spelling[1:]))
-    return "|".join(
-        re.escape(first) + (rests[0] if len(rests) == 1 else f"(?:{'|'.join(rests)})")
-        for first, rests in groups.items()
-    )
-
-
-# How an assigned value ends, by how it starts (shared by ``key=value`` and ``--option``).
-# Quoted values keep their quotes, so a JSON document stays valid JSON. Bare values that
-# are variable references, comparisons, calls or nested JSON are code or structure, not
-# secrets.
-_VALUE: Final = (
-    # A PEM key given as a value (``tls.key=-----BEGIN ...``) is left to the private-key
-    # shape, which takes its whole body: the value rule would stop at its first space.
-    r"(?!\[REDACTED|-----BEGIN)(?:"
-    r'(?<=\\")(?:[^"\\\r\n]|\\[^"\r\n])+'  # JSON inside a JSON string: up to the next \"
-    r'|(?<=")(?:[^"\\\r\n]|\\.)+'  # a JSON string: escapes (\n in a PEM key) included
-    r"|(?<=')[^'\r\n]+"
-    r"|(?<![\"'])(?![$={\[(])(?![A-Za-z_][\w.]*[(\[])[^\s\"'\\,;&]+"
-    r")"
-)
-
-# The endings a key must have for ``key=value`` / ``key: value`` to be examined at all
-# (the whole key is then checked with is_secret_name). Lookbehinds need a fixed width,
-# hence one group per length.
-_KEY_ENDINGS: Final = (
-    (
-        "word",  # password
-        "aswd",  # passwd
-        "rase",  # passphrase
-        "pass",
-        "cret",  # secret
-        "rets",  # secrets
-        "oken",  # token
-        "auth",
-        "tial",  # credential
-        "ials",  # credentials
-        "okie",  # cookie
-        "ture",  # signature
-        "keys",
-        "onid",  # sessionid
-        "ssid",  # PHPSESSID
-    ),
-    ("key", "dsn", "pwd"),
-)
-_HEADERS: Final = ("authorization", "cookie")
-# What may stand between a key and its separator: nothing, a closing quote or a space
-# (``"token": ``, ``password = ``), an escaped quote (``\\"token\\":`` in JSON inside a
-# JSON string).
-_KEY_TAILS: Final = ("", "[\"' ]", r'\\"')
-
-
-def _key_guard(sep: str, tail: str) -> str:
-    """Lookbehinds true when the key before ``tail`` and ``sep`` ends like an ending or header.
-
-    Only the last two letters are compared: that turns most keys (``modified:``,
-    ``"type":``) away for a fraction of the cost of the full endings. A one-class test of
-    the last letter comes first, being cheaper still.
-    """
-    words = [w for group in (*_KEY_ENDINGS, _HEADERS) for w in group]
-    last = "".join(sorted({c for w in words for c in (w[-1], w[-1].upper())}))
-    pairs = _spellings(sorted({w[-2:] for w in words}))
-    return f"(?<=[{last}]{tail}{re.escape(sep)})(?<=(?:{pairs}){tail}{re.escape(sep)})"
-
-
-def _key_ends_secret(sep: str, tail: str) -> str:
-    """Lookbehinds true when the key before ``tail`` and ``sep`` ends like a secret name."""
-    return (
-        "(?:"
-        + "|".join(f"(?<=(?:{_spellings(words)}){tail}{re.escape(sep)})" for words in _KEY_ENDINGS)
-        + ")"
-    )
-
-
-#: Decides from a match whether it is a secret: the mark to put in its place, or None.
-_Judge = Callable[[re.Match[str]], str | None]
-
-
-class _Shape(NamedTuple):
-    """One alternative of the secrets regex and how its match is replaced."""
-
-    name: str  # the group name the match is known by
-    anchor: str  # the literal the match starts with
-    pattern: str  # what follows the anchor; ``(?P<keep>...)`` is kept before the mark
-    kind: str | None  # the ``[REDACTED:<kind>]`` label; None: ``[REDACTED]``
-    back: int = 0  # characters before the anchor (checked by a lookbehind) that go too
-    judge: _Judge | None = None  # for shapes found by a name that must be checked
-    guard: str = ""  # a cheap check right after the anchor, shared with neighbours
-    # When the judge says no: go on after ``keep`` (an option's name is done with) or at
-    # the next character (a credential word's separator may be an assignment's).
-    resume_after_keep: bool = True
-
-    @property
-    def keep(self) -> str | None:
-        """The group holding the readable prefix, if there is one."""
-        return f"{self.name}__keep" if "(?P<keep>" in self.pattern else None
-
-    def compiled(self) -> str:
-        """The alternative as it goes into the combined regex, without anchor and guard.
-
-        The named group that tells which shape matched is an empty one at the end: as the
-        last group to close it is ``match.lastgroup``, and the alternative still starts
-        with what the engine can reject at once.
-        """
-        body = self.pattern.replace("(?P<keep>", f"(?P<{self.name}__keep>")
-        return f"{body}(?P<{self.name}>)"
-
-
-def _combine(shapes: Sequence[_Shape]) -> re.Pattern[str]:
-    """One regex for all shapes: one alternative per anchor, then per guard, in order."""
-    tree: dict[str, dict[str, list[str]]] = {}
-    for shape in shapes:
-        tree.setdefault(shape.anchor, {}).setdefault(shape.guard, []).append(shape.compiled())
-    return re.compile(
-        "|".join(
-            re.escape(anchor)
-            + "(?:"
-            + "|".join(f"{guard}(?:{'|'.join(alts)})" for guard, alts in guards.items())
-            + ")"
-            for anchor, guards in tree.items()
-        )
-    )
-
-
-def _judge_assignment(match: re.Match[str]) -> str | None:
-    key = _key_before(match.string, match.start())
-    if not is_secret_name(key):
-        return None
-    return redaction_mark("aws") if _AWS_SECRET_KEY.search(key) else REDACTED_MARK
-
-
 def _judge_option(match: re.Match[str]) -> str | None:
     return REDACTED_MARK if is_secret_option(match.group("option_name")) else None
 
 
-def _judge_random(group: str) -> _Judge:
+def _judge_random(group: str) -> Judge:
     """A judge that redacts the match when its ``group`` reads as a random secret."""
 
     def judge(match: re.Match[str]) -> str | None:
@@ -216,54 +77,6 @@ def _shape_inside(match: re.Match[str]) -> bool:
     return False
 
 
-# Reads a key backwards from just before its separator: optional space, closing quote
-# (possibly escaped), then the key itself.
-_KEY_REVERSED: Final = re.compile(r"[ \t]?(?:\"\\|[\"'])?([\w.-]+)")
-_AWS_SECRET_KEY: Final = re.compile(r"secret[_-]?access[_-]?key", re.IGNORECASE)
-
-
-def _key_before(text: str, end: int) -> str:
-    """The key that ends just before ``text[end]`` (skipping a closing quote and a space)."""
-    found = _KEY_REVERSED.match(text[max(0, end - 256) : end][::-1])
-    return found.group(1)[::-1] if found else ""
-
-
-# Authorization schemes whose credentials are one token: the scheme stays readable and the
-# token goes. Any other header value (Digest parameters, cookies) goes to the end of the
-# line or quote.
-_SCHEMES: Final = _spellings(("bearer", "basic", "token", "bot", "negotiate"))
-
-
-def _colon_shapes(tail: str, n: int) -> tuple[_Shape, ...]:
-    """The shapes found at a ``:`` after a key followed by ``tail``."""
-    headers = tuple(
-        _Shape(
-            f"{header}_{n}",
-            ":",
-            rf"(?<=(?:{_spellings([header])}){tail}:)"
-            rf"(?P<keep>[ \t]*[\"']?(?:(?P<{header}_{n}_scheme>{_SCHEMES})[ \t]+)?)"
-            rf"(?!\[REDACTED)(?({header}_{n}_scheme)[^\s\"',;]+"
-            # Without a scheme, not "Bearer [REDACTED...]" either: redacting stays idempotent.
-            rf"|(?!(?:{_SCHEMES})[ \t])[^\s\"'](?:[^\r\n\"']*[^\s\"'])?)",
-            header,
-            guard=_key_guard(":", tail),
-        )
-        for header in _HEADERS
-        if not tail.startswith("\\")
-    )
-    # After a colon a bare JSON literal is data, not a secret, and must stay valid JSON.
-    json_literal = r"(?!(?:true|false|null|-?\d+(?:\.\d+)?)(?![^\s,}\]]))"
-    assignment = _Shape(
-        f"assign_colon_{n}",
-        ":",
-        _key_ends_secret(":", tail) + r"(?P<keep>[ \t]*(?:\\?[\"'])?)" + json_literal + _VALUE,
-        None,
-        judge=_judge_assignment,
-        guard=_key_guard(":", tail),
-    )
-    return (*headers, assignment)
-
-
 # Guards shared by the token shapes found at ``_`` and ``-``: the letter before the anchor
 # must be one a prefix ends with (gh[pousr]_, github_, sk_, rk_, hf_, api_org_, npm_,
 # secret_; sk-, xox?-, xapp-, pypi-, glpat-), so most snake_case and hyphenated words
@@ -277,61 +90,67 @@ _SHAPES: Final = (
     # Each shape follows a rule of gitleaks (config/gitleaks.toml) or detect-secrets
     # (detect_secrets/plugins); RELIABILITY.md lists which. The regexes are our own.
     # GitHub: classic tokens ghp_/gho_/ghu_/ghs_/ghr_, fine-grained github_pat_.
-    _Shape(
+    Shape(
         "github",
         "_",
         r"(?<=gh[pousr]_)[A-Za-z0-9]{20,}",
         "github",
         back=3,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
-    _Shape(
+    Shape(
         "github_pat",
         "_",
         r"(?<=github_)pat_[A-Za-z0-9_]{20,}",
         "github",
         back=6,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
     # Stripe secret and restricted keys: sk_live_, rk_live_, sk_test_, ..._prod_.
-    _Shape(
+    Shape(
         "stripe",
         "_",
         r"(?<=[sr]k_)(?<![A-Za-z0-9][sr]k_)(?:live|test|prod)_[A-Za-z0-9]{10,}",
         "stripe",
         back=2,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
     # Hugging Face user (hf_) and organisation (api_org_) tokens: 34 letters.
-    _Shape(
+    Shape(
         "huggingface",
         "_",
         r"(?<=hf_)(?<![A-Za-z0-9]hf_)[A-Za-z]{34}(?![A-Za-z0-9])",
         "huggingface",
         back=2,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
-    _Shape(
+    Shape(
         "huggingface_org",
         "_",
         r"(?<=api_org_)[A-Za-z]{34}(?![A-Za-z0-9])",
         "huggingface",
         back=7,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
     # npm access tokens: npm_ and 36 letters or digits.
-    _Shape(
+    Shape(
         "npm",
         "_",
         r"(?<=npm_)(?<![A-Za-z0-9]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])",
         "npm",
         back=3,
         guard=_UNDERSCORE_GUARD,
+        token=True,
     ),
     # The 40-character AWS secret access key right after its name, as in
     # ``aws configure set aws_secret_access_key KEY`` or ``("aws_secret_access_key", "KEY")``
     # (``name = KEY`` and ``"SecretAccessKey": "KEY"`` are assignments, found below).
-    _Shape(
+    Shape(
         "aws_secret",
         "_",
         r"(?<=[sS][eE][cC][rR][eE][tT]_)(?P<keep>[aA][cC][cC][eE][sS][sS]_[kK][eE][yY]"
@@ -341,17 +160,24 @@ _SHAPES: Final = (
     ),
     # AWS access key ids (AKIA long-term, ASIA temporary, ABIA, ACCA, A3T*) and Google API
     # keys (AIza and 35 characters).
-    _Shape(
+    Shape(
         "aws",
         "A",
         r"(?<![A-Za-z0-9]A)(?:[KSB]IA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
         "aws",
+        token=True,
     ),
-    _Shape("google", "A", r"(?<![A-Za-z0-9_-]A)Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", "google"),
+    Shape(
+        "google",
+        "A",
+        r"(?<![A-Za-z0-9_-]A)Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])",
+        "google",
+        token=True,
+    ),
     # A JSON Web Token: header.payload.signature, each base64url, the payload a JSON object
     # (so it starts eyJ). Found at the J of the payload's eyJ, an uppercase J after ".ey";
     # the header (algorithm and type) stays.
-    _Shape(
+    Shape(
         "jwt",
         "J",
         r"(?<=[A-Za-z0-9_-]{16}\.eyJ)[A-Za-z0-9_-]{7,}\.[A-Za-z0-9_-]*",
@@ -359,53 +185,74 @@ _SHAPES: Final = (
         back=2,
     ),
     # SendGrid API keys: SG.<22>.<43>.
-    _Shape(
+    Shape(
         "sendgrid",
         "G",
         r"(?=\.)(?<=SG)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
         "sendgrid",
         back=1,
+        token=True,
     ),
     # sk-ant-... before sk-...: the first alternative that matches names the secret.
-    _Shape(
+    Shape(
         "anthropic",
         "-",
         r"(?<=sk-)(?<![A-Za-z0-9_-]sk-)ant-[A-Za-z0-9_-]{20,}",
         "anthropic",
         back=2,
         guard=_DASH_GUARD,
+        token=True,
     ),
-    _Shape(
+    Shape(
         "openai",
         "-",
         r"(?<=sk-)(?<![A-Za-z0-9_-]sk-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
         "openai",
         back=2,
         guard=_DASH_GUARD,
+        token=True,
     ),
-    _Shape(
+    Shape(
         "slack",
         "-",
         r"(?<=xox[abposre]-)[A-Za-z0-9-]{10,}",
         "slack",
         back=4,
         guard=_DASH_GUARD,
+        token=True,
     ),
-    _Shape(
+    Shape(
         "slack_app",
         "-",
         r"(?<=xapp-)[0-9]-[A-Za-z0-9-]{10,}",
         "slack",
         back=4,
         guard=_DASH_GUARD,
+        token=True,
     ),
     # PyPI upload tokens (pypi.org and test.pypi.org macaroons start AgE).
-    _Shape("pypi", "-", r"(?<=pypi-)AgE[A-Za-z0-9_-]{50,}", "pypi", back=4, guard=_DASH_GUARD),
+    Shape(
+        "pypi",
+        "-",
+        r"(?<=pypi-)AgE[A-Za-z0-9_-]{50,}",
+        "pypi",
+        back=4,
+        guard=_DASH_GUARD,
+        token=True,
+    ),
     # GitLab personal access tokens.
-    _Shape("gitlab", "-", r"(?<=glpat-)[A-Za-z0-9_-]{20,}", "gitlab", back=5, guard=_DASH_GUARD),
+    Shape(
+        "gitlab",
+        "-",
+        r"(?<=glpat-)[A-Za-z0-9_-]{20,}",
+        "gitlab",
+        back=5,
+        guard=_DASH_GUARD,
+        token=True,
+    ),
     # A PEM private key: the BEGIN line stays, the body up to the END line (or the end of a
     # truncated text) goes. The \\n spellings cover a key inside a JSON string.
-    _Shape(
+    Shape(
         "private_key",
         "-",
         r"(?P<keep>----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:\r?\n|(?:\\r)?\\n)?)"
@@ -413,7 +260,7 @@ _SHAPES: Final = (
         "private-key",
     ),
     # Slack incoming webhooks: the path after /services/ is the secret.
-    _Shape(
+    Shape(
         "slack_webhook",
         ":",
         r"(?<=[sp]:)(?P<keep>//hooks\.slack\.com/(?:services|workflows|triggers)/)"
@@ -423,34 +270,34 @@ _SHAPES: Final = (
     ),
     # --token abc / --api-key=abc inside a command line held in one string (sh -c "...").
     # Only names ending like a secret get as far as a Python call.
-    _Shape(
+    Shape(
         "option",
         "-",
         r"-(?<![^\s\"']--)(?P<keep>(?P<option_name>[A-Za-z][\w.-]*)(?![\w.-])"
-        + _key_guard("", "")
-        + _key_ends_secret("", "")
+        + key_guard("", "")
+        + key_ends_secret("", "")
         + r"(?:=|[ \t]+(?!-))[\"']?)"
-        + _VALUE,
+        + VALUE,
         None,
         judge=_judge_option,
     ),
     # A short option taking a password, glued or not: mysql -pSECRET, redis-cli -a SECRET.
     # Ambiguous (-p is also a port, a parent, a path), so the value must read as random.
-    _Shape(
+    Shape(
         "short_option",
         "-",
         r"(?<![^\s\"'=]-)[pa](?P<keep>[ \t]*)(?P<short_option_value>" + RANDOM_VALUE + ")",
         None,
         judge=_judge_random("short_option_value"),
     ),
-    _Shape(
+    Shape(
         "bearer",
         "B",
         r"(?P<keep>earer[ \t]+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}",
         "bearer",
     ),
     # The password in scheme://user:password@host.
-    _Shape(
+    Shape(
         "url_password",
         ":",
         r"(?P<keep>//[^/\s:@\"'\[]*:)(?!\[REDACTED)[^/\s@\"']+(?=@)",
@@ -458,7 +305,7 @@ _SHAPES: Final = (
         guard=_URL_GUARD,
     ),
     # A token as the user of a URL (https://TOKEN@host), when it reads as random.
-    _Shape(
+    Shape(
         "url_user",
         ":",
         r"(?P<keep>//)(?P<url_user_value>[^/\s:@\"'\[]{10,512})(?=@)",
@@ -466,29 +313,11 @@ _SHAPES: Final = (
         judge=_judge_random("url_user_value"),
         guard=_URL_GUARD,
     ),
-    # HTTP headers (Authorization, Cookie): the whole value goes, an auth scheme stays
-    # readable. Then password=..., TOKEN="...", "api_key": "...", aws_secret_access_key = ...
-    *(
-        shape
-        for n, tail in enumerate(_KEY_TAILS)
-        for shape in (
-            *_colon_shapes(tail, n),
-            _Shape(
-                f"assign_equals_{n}",
-                "=",
-                _key_ends_secret("=", tail)
-                + r"(?P<keep>[ \t]*(?:\\?[\"'])?)(?!(?:true|false|null)(?![^\s,;&]))"
-                + _VALUE,
-                None,
-                judge=_judge_assignment,
-                guard=_key_guard("=", tail),
-            ),
-        )
-    ),
+    *assignment_shapes(),
 )
 
 
-def _judge_context(words: Sequence[ContextWord], name: str) -> _Judge:
+def _judge_context(words: Sequence[ContextWord], name: str) -> Judge:
     """A judge for the credential words found at one anchor: the word that matched (told
     by its empty group) starts a word, its value reads as random, and no shape that names
     its secret starts inside."""
@@ -499,12 +328,15 @@ def _judge_context(words: Sequence[ContextWord], name: str) -> _Judge:
         word = next(w for i, w in enumerate(words) if match.group(f"{name}_w{i}") is not None)
         if not starts_a_word(match.string, match.start() - word.before, word.word):
             return None
+        # ``primaryKey=...``, ``"credentialId": ...``: a name known not to hold a secret.
+        if is_known_not_secret(key_before(match.string, match.start(f"{name}__keep"))):
+            return None
         return None if _shape_inside(match) else CONTEXT_MARK
 
     return judge
 
 
-def _context_shapes() -> tuple[_Shape, ...]:
+def _context_shapes() -> tuple[Shape, ...]:
     """The second line of defence (``_context``): a random value after a credential word.
 
     One alternative per anchor letter, its words told apart by an empty group each, so
@@ -518,7 +350,7 @@ def _context_shapes() -> tuple[_Shape, ...]:
         name = f"context_{n}"
         alternatives = "|".join(f"{w.pattern}(?P<{name}_w{i}>)" for i, w in enumerate(words))
         shapes.append(
-            _Shape(
+            Shape(
                 name,
                 anchor,
                 f"(?:{alternatives})" + context_tail(f"{name}_value"),
@@ -538,15 +370,35 @@ _SHAPES_ALL: Final = (
     *_SHAPES,
     *_CONTEXT_SHAPES,
     *(
-        _Shape(v.name, v.anchor, v.pattern, v.kind, back=v.back, guard=v.guard)
+        Shape(
+            v.name,
+            v.anchor,
+            v.pattern,
+            v.kind,
+            back=v.back,
+            guard=v.guard,
+            rule=(v.entropy, v.allow),
+        )
         for v in vendor_shapes()
     ),
 )
-_SECRETS: Final = _combine(_SHAPES_ALL)
+_SECRETS: Final = combine(_SHAPES_ALL)
 # Per group name: characters before the anchor that go too, the group kept before the
 # mark, and the mark itself or the judge that decides it per match.
-_BY_NAME: Final[dict[str, tuple[int, str | None, str | _Judge, bool]]] = {
-    s.name: (s.back, s.keep, s.judge or redaction_mark(s.kind), s.resume_after_keep)
+_BY_NAME: Final[dict[str, tuple[int, str | None, str | Judge, bool]]] = {
+    s.name: (
+        s.back,
+        s.keep,
+        s.judge
+        or (
+            token_judge(
+                str(s.kind), s.back, s.rule or HAND_RULES_BY_KIND.get(str(s.kind), (0.0, ()))
+            )
+            if s.token or s.rule
+            else redaction_mark(s.kind)
+        ),
+        s.resume_after_keep,
+    )
     for s in _SHAPES_ALL
 }
 
@@ -560,7 +412,7 @@ def redact(text: str) -> str:
     """
     found = _SECRETS.search(text)
     if found is None:
-        return text
+        return redact_rules(text)
     out: list[str] = []
     done = 0  # text[:done] is already in out
     while found is not None:
@@ -581,7 +433,7 @@ def redact(text: str) -> str:
         done = found.end()
         found = _SECRETS.search(text, done)
     out.append(text[done:])
-    return "".join(out)
+    return redact_rules("".join(out))
 
 
 def contains_secret(s: str) -> bool:

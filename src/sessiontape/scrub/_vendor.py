@@ -39,6 +39,8 @@ class VendorShape(NamedTuple):
     kind: str
     back: int
     guard: str
+    entropy: float  # at or below it, a token is a placeholder and kept
+    allow: tuple[int, ...]  # its rule's allowlists (``_gitleaks.ALLOWLISTS``)
 
 
 def _anchor_index(prefix: str) -> int | None:
@@ -71,7 +73,7 @@ def _class(chars: set[str]) -> str:
 def vendor_shapes() -> tuple[VendorShape, ...]:
     """Every format of :data:`VENDOR_TOKENS` as an alternative, grouped under its anchor."""
     planned: list[tuple[int, str, str, str, int, str]] = []
-    for n, (_source, _kind, prefix, body, least) in enumerate(VENDOR_TOKENS):
+    for n, (_source, _kind, prefix, body, least, *_rule) in enumerate(VENDOR_TOKENS):
         i = _anchor_index(prefix)
         if i is None:
             continue
@@ -103,7 +105,10 @@ def vendor_shapes() -> tuple[VendorShape, ...]:
         guard = f"(?={_class(follows[anchor])}{{{shortest[anchor]}}})"
         if all_before[anchor]:
             guard = f"(?<={_pairs(lasts[anchor])}{re.escape(anchor)})" + guard
-        shapes.append(VendorShape(f"vendor_{n}", anchor, pattern, VENDOR_TOKENS[n][1], back, guard))
+        _source, kind, _prefix, _body, _least, entropy, allow = VENDOR_TOKENS[n]
+        shapes.append(
+            VendorShape(f"vendor_{n}", anchor, pattern, kind, back, guard, entropy, allow)
+        )
     return tuple(shapes)
 
 
