@@ -12,7 +12,7 @@ from sessiontape.cli import main
 
 from .conftest import PY
 
-SECRET = "ghp_" + "a" * 36
+SECRET = "ghp_" + "k7Qm2Xv9Lp4Rt8Wz3Nb6Hc1Jd5Fg0Ys2Ea7U"  # "a" * 36 would be a placeholder, kept
 
 
 def _tape(path: Path) -> None:

@@ -21,8 +21,9 @@ the recorded one:
   recorded answers that follow (the rest of the call's own answers, and those of the next
   :data:`ECHO_CALLS` calls of the boundary and worker) **but not** in the answers the
   worker had before (the call's own so far, and those of its :data:`EARLIER_CALLS` calls
-  before it, of any boundary): a value that came to the program in an answer was not
-  made up by it. A word that changed (``blue`` for ``red``, ``function`` for
+  before it, of any boundary), **nor today's one** there: a value that came to the
+  program in an answer was not made up by it (a tape edited to answer another commit
+  sha gets the mismatch the edit causes, not a correlation). A word that changed (``blue`` for ``red``, ``function`` for
   ``variable``), a number that moved by one, a value nobody echoes and a value an
   answer gave the program are never correlated: those stay mismatches.
 
@@ -129,7 +130,12 @@ def detect(
                     texts[a] = b
                     continue
                 core = _core(a, b)
-                if core is not None and echo.has(core[0]) and not came.has(core[0]):
+                if (
+                    core is not None
+                    and echo.has(core[0])
+                    and not came.has(core[0])
+                    and not came.has(core[1])
+                ):
                     found.append(Found(shown, core[0], core[1], HOW_DETECTED))
                     texts[core[0]] = core[1]
         elif gaps.same(worker, then, now):
