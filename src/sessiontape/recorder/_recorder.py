@@ -40,6 +40,7 @@ from ..cassette import (
     CassetteWriter,
     Entry,
     Error,
+    ErrorOrigin,
     Level,
     Patched,
     PayloadCodec,
@@ -269,8 +270,15 @@ class Recorder:
 
     # -- ending -----------------------------------------------------------------------
 
-    def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
-        """Write an :class:`Error` entry for an exception that escaped the session."""
+    def record_error(
+        self,
+        exc: BaseException,
+        tb: TracebackType | None = None,
+        origin: ErrorOrigin = "session",
+    ) -> None:
+        """Write an :class:`Error` entry for an exception that escaped the session
+        (``origin="session"``) or ended the current worker (``"thread"``, ``"future"``,
+        ``"task"``: the session goes on)."""
         if not self.active:
             return
         trace = format_traceback(type(exc), exc, tb or exc.__traceback__)
@@ -280,6 +288,7 @@ class Recorder:
                 type=qualname(type(exc)),
                 message=str(exc),
                 traceback=trace,
+                origin=origin,
             )
         )
 

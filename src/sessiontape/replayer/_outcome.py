@@ -29,6 +29,7 @@ from ..report import (
     suggest_next_step,
 )
 from ..scrub import Scrubber, qualname
+from ._crashes import WorkerCrashes
 from ._index import QueueKey
 
 __all__ = ["Outcome"]
@@ -67,6 +68,8 @@ class Outcome:
         self.report: ReplayReport | None = None
         #: In update mode: the mismatches the update answers, which strict mode lets by.
         self.answered: Callable[[MismatchKind, str], bool] | None = None
+        #: The recorded crashes of workers, held against the replay's.
+        self.crashes = WorkerCrashes(recording, self.collect)
 
     @property
     def started(self) -> bool:
