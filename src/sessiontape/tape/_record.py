@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -73,6 +73,10 @@ class RecordTape(Tape):
     def roots(self) -> PathRoots:
         """The path roots written as placeholders."""
         return self._recorder.roots
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Write paths under ``roots`` as placeholders from now on (see :meth:`Tape.set_roots`)."""
+        self._recorder.set_roots(roots)
 
     @property
     def scrubber(self) -> Scrubber:
