@@ -128,6 +128,14 @@ def _replay(path: Path, program: Program, crash: str | None) -> sessiontape.Repl
         return tape.finish(outcome)
 
 
+def _crashed(tmp_path: Path, name: str) -> tuple[Path, sessiontape.Error]:
+    """The tape of program ``name`` recorded with its worker crashing, and that crash."""
+    path = tmp_path / f"{name}.jsonl"
+    _record(path, PROGRAMS[name][0], "task t7 broke")
+    (recorded,) = sessiontape.load(path).worker_errors
+    return path, recorded
+
+
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_a_worker_crash_is_recorded_and_replays_green(tmp_path: Path, name: str) -> None:
     program, worker, origin = PROGRAMS[name]
@@ -149,9 +157,7 @@ def test_a_worker_crash_is_recorded_and_replays_green(tmp_path: Path, name: str)
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_a_worker_that_no_longer_crashes_is_reported(tmp_path: Path, name: str) -> None:
     program, worker, origin = PROGRAMS[name]
-    path = tmp_path / f"{name}.jsonl"
-    _record(path, program, "task t7 broke")
-    (recorded,) = sessiontape.load(path).worker_errors
+    path, recorded = _crashed(tmp_path, name)
 
     report = _replay(path, program, None)
     assert not report.ok
@@ -176,9 +182,7 @@ def test_a_worker_that_no_longer_crashes_is_reported(tmp_path: Path, name: str) 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_a_worker_that_crashes_otherwise_is_reported(tmp_path: Path, name: str) -> None:
     program, worker, _ = PROGRAMS[name]
-    path = tmp_path / f"{name}.jsonl"
-    _record(path, program, "task t7 broke")
-    (recorded,) = sessiontape.load(path).worker_errors
+    path, recorded = _crashed(tmp_path, name)
 
     report = _replay(path, program, "task t8 broke")
     (mismatch,) = report.mismatches
