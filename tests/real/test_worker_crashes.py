@@ -297,3 +297,13 @@ def test_a_tape_tells_the_sessions_crash_from_its_workers() -> None:
     resume = SessionResume(seq=3, recorded_at=at, **common)
     resumed = sessiontape.loads(data + encode_entry(resume))
     assert (resumed.error, resumed.worker_errors) == (None, [])
+
+
+def test_a_slice_keeps_the_crashes_of_the_workers_it_keeps(tmp_path: Path) -> None:
+    path, recorded = _crashed(tmp_path, "threads")
+    crashes = {}
+    for worker in ("w0", "w1"):
+        sliced = tmp_path / f"{worker}.jsonl"
+        assert cli(["slice", str(path), "-o", str(sliced), "--worker", worker]) == 0
+        crashes[worker] = [(e.worker, e.message) for e in sessiontape.load(sliced).worker_errors]
+    assert crashes == {"w0": [], "w1": [("w1", recorded.message)]}
