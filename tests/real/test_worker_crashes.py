@@ -13,6 +13,7 @@ The hooks that see the crashes are put back when the tape closes, and the progra
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import threading
 from collections.abc import Callable
@@ -266,7 +267,7 @@ def test_a_future_read_after_a_timeout_is_still_unread_until_its_exception_is(
     path = tmp_path / "t.jsonl"
     with sessiontape.record(path) as tape:
         future: Future[None] = Future()
-        with pytest.raises(TimeoutError):
+        with pytest.raises(concurrent.futures.TimeoutError):  # (not the builtin on 3.10)
             future.result(timeout=0)  # no exception yet: this read did not read one
         with sessiontape.worker("w9"):
             future.set_exception(ValueError("set late"))
