@@ -61,11 +61,7 @@ def worker(worker_id: str) -> Iterator[str]:
     try:
         yield worker_id
     except BaseException as exc:
-        # Which worker it escaped from: once it ends the thread, the block has reset the
-        # worker, and replay's thread hook reports the death under this name.
-        if getattr(exc, ESCAPED_FROM, None) is None:
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(exc, ESCAPED_FROM, worker_id)
+        _escaping(exc, worker_id)
         raise
     finally:
         worker_var.reset(token)
@@ -73,6 +69,18 @@ def worker(worker_id: str) -> Iterator[str]:
 
 #: The attribute :func:`worker` sets on an exception leaving its block: the worker id.
 ESCAPED_FROM: Final = "_sessiontape_worker"
+
+
+def _escaping(exc: BaseException, worker_id: str) -> None:
+    """Note on ``exc`` the worker it escaped from (the innermost one), unless noted.
+
+    Once it ends a thread, or sits unread in a future, the block has reset the worker;
+    the crash hooks (``boundaries/_errors_hook.py``) record and replay the crash under
+    this name.
+    """
+    if getattr(exc, ESCAPED_FROM, None) is None:
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(exc, ESCAPED_FROM, worker_id)
 
 
 def current_worker() -> str:
@@ -135,6 +143,9 @@ def _run_as(name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     token = worker_var.set(name)
     try:
         return fn(*args, **kwargs)
+    except BaseException as exc:
+        _escaping(exc, name)  # the future holding it is read (or not) elsewhere
+        raise
     finally:
         worker_var.reset(token)
 

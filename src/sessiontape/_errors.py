@@ -20,6 +20,7 @@ __all__ = [
     "RecordingWarning",
     "ReplayedError",
     "SessiontapeError",
+    "StoreWarning",
     "TruncatedPayloadError",
     "UnrecordedCallError",
     "UsageError",
@@ -110,5 +111,13 @@ class ReplayedError(SessiontapeError):
 
 class RecordingWarning(UserWarning):
     """Recording failed; the application goes on and the cassette keeps what was written."""
+
+    __module__ = PUBLIC_MODULE
+
+
+class StoreWarning(UserWarning):
+    """A store of tapes could not be read, and its tapes were replayed from the local
+    cache as the store was last listed (``-W error::sessiontape.StoreWarning`` makes
+    that fail the run instead)."""
 
     __module__ = PUBLIC_MODULE

@@ -8,6 +8,13 @@ read is a plain attribute. The front's ``TYPE_CHECKING`` block imports the same 
 mypy and IDEs; ``tests/test_architecture.py`` checks that the two agree and that the
 table follows the layering rules like any import.
 
+First use may come from many threads at once (worker threads entering
+``sessiontape.worker(...)`` together). A module another thread is still importing is
+already in ``sys.modules``, half made, so the name is never looked up there: it is
+always imported through the import system (``__import__``), which waits on the module's
+import lock until the other thread has finished it, and only then read
+(``tests/test_first_use.py``).
+
 Like ``_time.py``, this module imports nothing that a bare interpreter has not loaded.
 """
 
@@ -44,11 +51,11 @@ def exports(
         if where is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         qualified = _resolve(package, where)
-        module = sys.modules.get(qualified)
-        if module is None:
-            __import__(qualified)
-            module = sys.modules[qualified]
-        value = getattr(module, name)
+        # Never sys.modules.get(): it hands out a module another thread is still
+        # importing. __import__ returns once the module is complete (it waits on the
+        # module's import lock), and costs one lookup when it already was.
+        __import__(qualified)
+        value = getattr(sys.modules[qualified], name)
         # Stored in the package: from now on the name is found without this function.
         setattr(sys.modules[package], name, value)
         return value

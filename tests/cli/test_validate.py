@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,6 +154,31 @@ def test_an_unknown_format_version_is_unreadable(cli: Cli, cassette: Path, edit:
         f"(1 to {FORMAT_VERSION}). Upgrade sessiontape to read it, or re-record the "
         "cassette.\n"
     )
+
+
+def test_carriage_return_line_ends_are_named_with_the_fix(
+    cli: Cli, cassette: Path, tmp_path: Path
+) -> None:
+    cr = tmp_path / "mac.jsonl"
+    cr.write_bytes(cassette.read_bytes().replace(b"\n", b"\r"))
+    result = cli("validate", cr)
+    assert result.code == 2
+    fixed = tmp_path / "mac.lf.jsonl"
+    command = f"tr '\\r' '\\n' < {cr} > {fixed} && sessiontape validate {fixed}"
+    assert result.err == (
+        f"sessiontape: error: {cr}:1: its entries end with a carriage return alone ('\\r', as "
+        "classic Mac OS ends lines) instead of a newline ('\\n'), so they run together on "
+        "this line; a cassette is JSON lines, each ended by '\\n'. Convert the line ends and "
+        f"check the copy: {command}\n"
+    )
+    # The next step works when pasted.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, f"{fixed}: valid (15 entries)\n")
+    # Windows line ends are whitespace to JSON: such a tape is valid as it is.
+    crlf = tmp_path / "windows.jsonl"
+    crlf.write_bytes(cassette.read_bytes().replace(b"\n", b"\r\n"))
+    assert cli("validate", crlf).lines == [f"{crlf}: valid (15 entries)"]
 
 
 def test_a_torn_last_line_is_a_warning(cli: Cli, cassette: Path) -> None:

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -82,10 +82,11 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """A real S3 protocol endpoint on loopback (moto's server), and the environment that
-    points the s3:// backend at it, as a user's CI would set it."""
+@contextlib.contextmanager
+def moto_s3() -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
+    """A real S3 protocol endpoint on loopback (moto's server) with a bucket ``tapes``,
+    the environment that points the s3:// backend at it, as a user's CI would set it, and
+    the server (a test may stop it: a store that is down)."""
     pytest.importorskip("s3fs", reason="the s3 extra (s3fs) is not installed")
     server_module = pytest.importorskip("moto.server", reason="moto[server] is not installed")
     port = free_port()
@@ -97,19 +98,34 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         "AWS_DEFAULT_REGION": "us-east-1",
     }
-    import boto3
+    stopped = False
 
-    boto3.client(
-        "s3",
-        endpoint_url=env["FSSPEC_S3_ENDPOINT_URL"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-    ).create_bucket(Bucket="tapes")
+    def stop() -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            server.stop()
+
     try:
-        yield env
+        import boto3
+
+        boto3.client(
+            "s3",
+            endpoint_url=env["FSSPEC_S3_ENDPOINT_URL"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        ).create_bucket(Bucket="tapes")
+        yield env, stop
     finally:
-        server.stop()
+        stop()
+
+
+@pytest.fixture
+def s3() -> Iterator[dict[str, str]]:
+    """The environment of a running moto S3 server (see :func:`moto_s3`)."""
+    with moto_s3() as (env, _):
+        yield env
 
 
 def run_cli(

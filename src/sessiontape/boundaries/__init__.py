@@ -17,7 +17,7 @@ from ._async_runner import (
     AsyncReplayRunner,
     AsyncSubprocessRunner,
 )
-from ._errors_hook import application_frame, reporting_thread_errors
+from ._crashes import CrashSink, CrashWatch, application_frame, replaying_crashes
 from ._methods import method_names
 from ._popen import TAPE_PID_BASE, live_popen, recording_popen, replaying_popen
 from ._process import (
@@ -40,6 +40,8 @@ __all__ = [
     "AsyncRecordingRunner",
     "AsyncReplayRunner",
     "AsyncSubprocessRunner",
+    "CrashSink",
+    "CrashWatch",
     "ProcessReplay",
     "ProcessResult",
     "ProcessRunner",
@@ -61,8 +63,8 @@ __all__ = [
     "recording_store",
     "replaying_agent",
     "replaying_boundary",
+    "replaying_crashes",
     "replaying_popen",
     "replaying_store",
-    "reporting_thread_errors",
     "watching_processes",
 ]

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
-from msgspec.structs import replace
+# The package, never msgspec.structs first: a thread importing a submodule while another
+# imports its package deadlocks in the import system (msgspec imports structs itself).
+import msgspec
 
 from ..cassette import BOUNDARY_AGENT, AgentTurn, CallEntry, Usage
 from ..replayer import resolve_result_type
@@ -38,7 +40,9 @@ def recording_agent(
     def complete(entry: CallEntry, data: Any, result: Any) -> CallEntry:
         if cast(AgentTurn, entry).error is not None:
             return entry
-        return replace(entry, result_type=_result_type(type(result)), usage=extract_usage(data))
+        return msgspec.structs.replace(
+            entry, result_type=_result_type(type(result)), usage=extract_usage(data)
+        )
 
     return recording_proxy(rec, adapter, name, method_names(method), template, complete)
 

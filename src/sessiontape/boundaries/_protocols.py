@@ -17,7 +17,15 @@ if TYPE_CHECKING:
     import msgspec
 
     from .._errors import UnrecordedCallError
-    from ..cassette import CallEntry, Entry, Level, Payload, PayloadCodec, Recording
+    from ..cassette import (
+        CallEntry,
+        Entry,
+        ErrorOrigin,
+        Level,
+        Payload,
+        PayloadCodec,
+        Recording,
+    )
     from ..recorder import Opened
     from ..replayer import Correlations, Normalize, Path
     from ..report import FieldDiff, MismatchKind
@@ -143,8 +151,11 @@ class ReplaySide(Protocol):
     def add_call(self, entry: CallEntry) -> None:
         """Update mode: add a verify call the tape did not have, made for real just now."""
 
-    def application_error(self, exc: BaseException, frame: str | None = None) -> None:
-        """Report an exception that ended the calling worker's thread or task."""
+    def worker_crashed(
+        self, exc: BaseException, frame: str | None = None, origin: ErrorOrigin = "thread"
+    ) -> None:
+        """Report an exception that ended the calling worker (its thread, or a future or
+        task nobody read): the worker's recorded crash reproduced, or a mismatch."""
 
     def unseen_process(self, event: str, command: str, where: str) -> None:
         """Report a process started outside the interception (audit ``event``) at

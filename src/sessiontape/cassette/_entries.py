@@ -35,6 +35,7 @@ __all__ = [
     "Entry",
     "Error",
     "ErrorInfo",
+    "ErrorOrigin",
     "ExactBytes",
     "Patched",
     "Payload",
@@ -330,12 +331,25 @@ class Call(_Entry, frozen=True, kw_only=True, tag="call"):
     duration_ns: Nanos = 0
 
 
+#: What the exception of an :class:`Error` entry ended: the whole session (it escaped the
+#: tape's block), one worker's thread, a ``concurrent.futures`` future whose exception
+#: nobody read, or an asyncio task (or future) whose exception nobody retrieved.
+ErrorOrigin = Literal["session", "thread", "future", "task"]
+
+
 class Error(_Entry, frozen=True, kw_only=True, tag="error"):
-    """An exception that escaped the recorded session."""
+    """An exception that ended the recorded session, or one of its workers.
+
+    ``origin`` says which (see :data:`ErrorOrigin`); the entry's ``worker`` is the worker
+    it ended. A session that crashed ends with its ``session`` error and no
+    ``session_end``; a worker's crash is an entry among the others, and the session goes
+    on (and may end normally).
+    """
 
     type: str
     message: str
     traceback: str | None = None
+    origin: ErrorOrigin = "session"
 
 
 class SessionResume(_Entry, frozen=True, kw_only=True, tag="session_resume"):

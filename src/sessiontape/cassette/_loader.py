@@ -17,6 +17,7 @@ import gc
 import itertools
 import mmap
 import os
+import shlex
 import stat
 from collections.abc import Callable, Iterator
 from typing import Any, Final
@@ -89,6 +90,7 @@ def _decode_line(line: bytes, path: str, lineno: int) -> Entry:
         entry: Entry = _ENTRY_DECODER.decode(line)
         return entry
     except _BAD_LINE as exc:
+        _refuse_bare_carriage_returns(line, path, lineno)
         raise CassetteError(
             f"{_why(exc)}. Fix or delete the line, or re-record the cassette.",
             path=path,
@@ -96,11 +98,31 @@ def _decode_line(line: bytes, path: str, lineno: int) -> Entry:
         ) from None
 
 
+def _refuse_bare_carriage_returns(line: bytes, path: str, lineno: int) -> None:
+    """A line that does not decode because entries run together on it, ended by ``\r``
+    alone (classic Mac line ends, or an editor's conversion): say so, and how to fix it."""
+    if b"\r{" not in line.replace(b"\r\n", b"\n"):
+        return
+    quoted = shlex.quote(path)
+    fixed = shlex.quote(
+        path[: -len(".jsonl")] + ".lf.jsonl" if path.endswith(".jsonl") else path + ".lf"
+    )
+    raise CassetteError(
+        "its entries end with a carriage return alone ('\\r', as classic Mac OS ends lines) "
+        "instead of a newline ('\\n'), so they run together on this line; a cassette is "
+        "JSON lines, each ended by '\\n'. Convert the line ends and check the copy: "
+        f"tr '\\r' '\\n' < {quoted} > {fixed} && sessiontape validate {fixed}",
+        path=path,
+        line=lineno,
+    )
+
+
 def _check_header(first: bytes, path: str) -> None:
     """Refuse files that are not sessiontape cassettes, or of an unknown format version."""
     try:
         probe = _PROBE_DECODER.decode(first)
     except _BAD_LINE:
+        _refuse_bare_carriage_returns(first, path, 1)
         raise CassetteError(
             "the first line is not a JSON object, so this is not a sessiontape cassette "
             "(it must start with a session_start entry).",
@@ -406,6 +428,7 @@ def _check_start(first: bytes, whole: bool, nonempty: bool, path: str) -> None:
     try:
         _check_header(first, path)
     except CassetteError as exc:
+        _refuse_bare_carriage_returns(first, path, 1)  # not torn: its line ends are wrong
         raise CassetteError(
             f"{exc.reason} (the file holds one line without a newline: the "
             "recording may have crashed while writing its header).",

@@ -133,6 +133,9 @@ class Recording:
     ``session_resume``, if the tape was appended to); ``torn`` says a torn last line (a
     crash mid-write) was set aside; ``missing_seqs`` lists seqs reserved but never written,
     the calls that were still open when a process died (or the entries cut out by slice).
+    ``error`` is the exception that ended the session (``None`` when none did), and
+    ``worker_errors`` the ones that ended a worker (a thread, a future or a task nobody
+    read) while the session went on, in seq order.
     """
 
     __slots__ = (
@@ -150,6 +153,7 @@ class Recording:
         "resumes",
         "snapshots",
         "torn",
+        "worker_errors",
     )
 
     def __init__(
@@ -191,6 +195,7 @@ class Recording:
         self.torn = torn
         self.end: SessionEnd | None = None
         self.error: Error | None = None
+        self.worker_errors: list[Error] = []
         self.resumes: list[SessionResume] = []
         self.snapshots: dict[str, StoreSnapshot] = {}
         #: The change markers (``sessiontape.patched``) the recorded code knew, in order.
@@ -213,7 +218,10 @@ class Recording:
             elif isinstance(entry, SessionEnd):
                 self.end = entry
             elif isinstance(entry, Error):
-                self.error = entry
+                if entry.origin == "session":
+                    self.error = entry
+                else:
+                    self.worker_errors.append(entry)
             elif isinstance(entry, StoreSnapshot):
                 self.snapshots.setdefault(entry.store, entry)
             elif isinstance(entry, Patched):
@@ -222,6 +230,7 @@ class Recording:
                 # A later run continued the tape: its session is the one that counts.
                 self.resumes.append(entry)
                 self.end = self.error = None
+                self.worker_errors = []
             elif isinstance(entry, SessionStart):
                 raise SeqError(
                     f"a second session_start (seq {entry.seq}): two cassettes were joined "

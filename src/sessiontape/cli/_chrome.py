@@ -136,12 +136,12 @@ def _events(recording: Recording) -> Iterator[dict[str, Any]]:
         start = call.mono_ns - origin
         tid = lanes.place(call.worker, start, start + call.duration_ns)
         yield _call_event(call, tid, start, classify(call))
-    error = recording.error
-    if error is not None:
+    crashes = [*recording.worker_errors, *([recording.error] if recording.error else [])]
+    for error in crashes:
         tid = lanes.tid(error.worker)
         yield {
             "name": f"crash: {error.type}",
-            "cat": "session",
+            "cat": error.origin,
             "ph": "i",
             "s": "t",
             "ts": _us(error.mono_ns - origin),

@@ -190,9 +190,10 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
             f"the selection holds no call of {recording.path} (workers with calls: "
             f"{workers}); widen the worker, task, seq or time options."
         )
-    error = recording.error
-    if error is not None and wanted(error):
-        roots.add(tree.root_of[error.seq])
+    # The crashes of the workers kept (a thread's, a future's...) and the session's.
+    for error in [*recording.worker_errors, *filter(None, [recording.error])]:
+        if wanted(error):
+            roots.add(tree.root_of[error.seq])
     # A snapshot taken inside a call (rare) keeps that call, so its parent link resolves.
     roots.update(
         tree.root_of[entry.seq]

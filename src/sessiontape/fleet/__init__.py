@@ -7,7 +7,7 @@ for itself.
 
 from __future__ import annotations
 
-from ._cache import CACHE_VAR, CacheStats, LocalCache, user_cache_dir
+from ._cache import CACHE_VAR, CachedListing, CacheStats, LocalCache, user_cache_dir
 from ._shard import Durations, Shard, Sharded, parse_shard, split
 from ._store import (
     MANIFEST,
@@ -24,6 +24,7 @@ __all__ = [
     "CACHE_VAR",
     "MANIFEST",
     "CacheStats",
+    "CachedListing",
     "Durations",
     "LocalCache",
     "Manifest",

@@ -233,7 +233,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="where tapes replayed from a store URL are kept (default: .sessiontape-cache "
-        "in the rootdir); each is downloaded once.",
+        "in the rootdir); each is downloaded once. A store that cannot be reached is "
+        "replayed from here, with a warning.",
+    )
+    group.addoption(
+        "--sessiontape-offline",
+        dest="sessiontape_offline",
+        action="store_true",
+        default=False,
+        help="replay store URLs from --sessiontape-cache only, as the store was last "
+        "listed, never touching the network; a tape missing from the cache is an error.",
     )
     group.addoption(
         "--sessiontape-update",
@@ -304,6 +313,8 @@ class Settings(NamedTuple):
     shard: Shard | None = None
     #: ``--sessiontape-cache``: where tapes from a store URL are kept.
     cache_dir: Path = Path(".sessiontape-cache")
+    #: ``--sessiontape-offline``: store URLs are replayed from the cache, never the network.
+    offline: bool = False
     #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
     durations: tuple[str, ...] = ()
     #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
@@ -377,6 +388,7 @@ class Settings(NamedTuple):
             replay=replay,
             shard=shard,
             cache_dir=(invocation / cache).resolve() if cache else base / ".sessiontape-cache",
+            offline=bool(config.getoption("sessiontape_offline")),
             durations=tuple(str(invocation / d) for d in config.getoption("sessiontape_durations")),
             update=update,
             unused=bool(config.getoption("sessiontape_unused")),

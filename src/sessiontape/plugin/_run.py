@@ -16,6 +16,7 @@ import pluggy
 import pytest
 
 from .. import _hooks
+from .._errors import StoreWarning
 from ._chaos import chaos_header, configure_chaos
 from ._options import (
     MARKER,
@@ -49,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.replay:
         resolved = resolve_replay(settings)
         config.stash[RESOLVED] = resolved
+        if not hasattr(config, "workerinput"):  # once per run: xdist's workers resolve too
+            for message in resolved.warnings:
+                config.issue_config_time_warning(StoreWarning(message), stacklevel=2)
         # Collect exactly the cassettes asked for, not the testpaths; paths given as
         # arguments as well are kept.
         if config.args_source is pytest.Config.ArgsSource.ARGS:

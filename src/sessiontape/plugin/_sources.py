@@ -10,6 +10,12 @@ Resolved in ``pytest_configure`` of every process: the xdist controller fills th
 before its workers start, and each worker (or each host of ``--tx socket=...``) finds the
 same tapes the same way, from its own cache.
 
+A store that cannot be read is replayed from the cache as it was last listed (the
+listing is kept in the cache each time the store is read), with one warning that names
+the store's error and the listing's age; ``--sessiontape-offline`` does so without
+touching the network, and without a warning. A tape the cache lacks is then an error
+naming it; so is a store the cache has never listed.
+
 The chosen tapes are collected through their folders (the cache's folder of a store, the
 folder given to ``--replay``), and ``pytest_ignore_collect`` leaves out every other file
 there (other tapes, test modules): pytest collects the folder of each path argument once
@@ -53,6 +59,8 @@ class _Candidate(NamedTuple):
     root: str | None = None
     store: TapeStore | None = None
     tape: RemoteTape | None = None
+    #: The store's URL, for a tape of a store (``store`` is ``None`` when it is not read).
+    url: str | None = None
 
 
 class Resolved(NamedTuple):
@@ -68,6 +76,8 @@ class Resolved(NamedTuple):
     chosen: frozenset[str] = frozenset()
     #: The folders (absolute, ending in a separator) collected for the chosen tapes.
     folders: tuple[str, ...] = ()
+    #: What the run should warn of (a store replayed from the cache): one line each.
+    warnings: tuple[str, ...] = ()
 
 
 #: What ``--replay`` resolved to in this run.
@@ -124,18 +134,19 @@ def resolve_replay(settings: Settings) -> Resolved:
 
 
 def _resolve(settings: Settings) -> Resolved:
-    from ..fleet import Durations, TapeStore, is_url, split
+    from ..fleet import Durations, is_url, split
 
     candidates: list[_Candidate] = []
     direct: list[str] = []
     header: list[str] = []
+    warned: list[str] = []
+    cache = _cache(settings.cache_dir) if any(is_url(v) for v in settings.replay) else None
     for value in settings.replay:
-        if is_url(value):
-            store = TapeStore(value)
-            tapes = store.tapes()
-            header.append(f"replay: {store.url} ({len(tapes)} tapes in the store)")
+        if is_url(value) and cache is not None:
+            url, store, tapes, line = _listed(value, settings, cache, warned)
+            header.append(line)
             candidates += [
-                _Candidate(f"{store.url}/{t.name}", t.run_id, store=store, tape=t) for t in tapes
+                _Candidate(f"{url}/{t.name}", t.run_id, store=store, tape=t, url=url) for t in tapes
             ]
         elif settings.shard is not None:
             # A folder is collected whole (less what is not chosen); a file as it is.
@@ -157,20 +168,22 @@ def _resolve(settings: Settings) -> Resolved:
             f"shard {settings.shard}: {len(chosen)} of {len(candidates)} tapes "
             f"(expected seconds per shard: {loads})"
         )
-    cache = _cache(settings.cache_dir) if any(c.store for c in chosen) else None
     paths = list(direct)
     urls: dict[str, str] = {}
     files: list[tuple[str, str]] = []  # (the folder it is collected through, the tape)
     for candidate in chosen:
-        if candidate.store is not None and candidate.tape is not None and cache is not None:
-            local = os.path.abspath(cache.fetch(candidate.store, candidate.tape))
-            files.append((os.path.abspath(cache.folder(candidate.store)), local))
+        if candidate.url is not None and candidate.tape is not None and cache is not None:
+            if candidate.store is not None:
+                local = os.path.abspath(cache.fetch(candidate.store, candidate.tape))
+            else:  # the store cannot be read: its copy in the cache, or an error naming it
+                local = os.path.abspath(cache.cached(candidate.url, candidate.tape))
+            files.append((os.path.abspath(cache.folder(candidate.url)), local))
             urls[local] = candidate.key
         elif candidate.local is not None and candidate.root is not None:
             files.append((candidate.root, os.path.abspath(candidate.local)))
         elif candidate.local is not None:
             paths.append(str(candidate.local))
-    if cache is not None:
+    if cache is not None and any(c.url for c in chosen):
         stats = cache.stats
         header.append(
             f"cache {settings.cache_dir}: {stats.downloaded} downloaded "
@@ -183,7 +196,46 @@ def _resolve(settings: Settings) -> Resolved:
         urls,
         frozenset(file for _, file in files),
         tuple(os.path.join(root, "") for root in roots),
+        tuple(warned),
     )
+
+
+def _listed(
+    value: str, settings: Settings, cache: LocalCache, warned: list[str]
+) -> tuple[str, TapeStore | None, list[RemoteTape], str]:
+    """The tapes of the store at ``value``: its URL, the store (``None`` when it is not
+    read: offline, or it cannot be), its tapes, and the header line saying which."""
+    from ..fleet import StoreError, TapeStore
+
+    url = value.rstrip("/")
+    if not settings.offline:
+        store = TapeStore(value)
+        try:
+            tapes = store.tapes()
+        except StoreError as exc:
+            failure = str(exc)
+        else:
+            cache.keep_listing(store, tapes)
+            return store.url, store, tapes, f"replay: {store.url} ({len(tapes)} tapes in the store)"
+        url = store.url
+    listing = cache.listing(url)
+    if listing is None:
+        why = "--sessiontape-offline was given" if settings.offline else failure
+        raise StoreError(
+            f"{url}: the cache {cache.directory} holds no listing of this store to replay "
+            f"from, and the store is not read ({why}). Replay it once with the store "
+            "reachable and the same --sessiontape-cache to fill the cache."
+        )
+    age = listing.age()
+    if not settings.offline:
+        warned.append(
+            f"sessiontape: {failure} Replaying its tapes from the cache {cache.directory}, "
+            f"as the store listed them {age}; pass --sessiontape-offline to do so without "
+            "trying the store."
+        )
+    how = "offline" if settings.offline else "the store cannot be read"
+    line = f"replay: {url} ({len(listing.tapes)} tapes, {how}: the cache's listing of {age})"
+    return url, None, listing.tapes, line
 
 
 def _local(path: Path) -> list[Path]:

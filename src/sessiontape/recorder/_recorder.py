@@ -40,6 +40,7 @@ from ..cassette import (
     CassetteWriter,
     Entry,
     Error,
+    ErrorOrigin,
     Level,
     Patched,
     PayloadCodec,
@@ -114,11 +115,10 @@ class Recorder:
             raise UsageError(f"if_exists must be 'force' or 'append', got {if_exists!r}.")
         self.path = Path(path)
         self.level = Level.parse(level)
-        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
-        self.scrubber = Scrubber(self.roots, redact=redact, extra=scrubbers)
-        self.codec = PayloadCodec(
-            self.level, max_inline_bytes, scrub=self.scrubber.text, sidecar=Sidecar(self.path)
-        )
+        self._redact = redact
+        self._extra = tuple(scrubbers)
+        self._max_inline_bytes = max_inline_bytes
+        self.set_roots(roots)
         self._warned: set[str] = set()
         self._patches: set[str] = set()
         self._patch_lock = threading.Lock()
@@ -156,6 +156,23 @@ class Recorder:
             # A later run continues the tape: the marker says where, and the session it
             # holds from here on is this run's (see Recording.end).
             self.write(SessionResume(**common_fields(self.open()), **header))
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots | None) -> None:
+        """Write paths under ``roots`` as their placeholders, in every entry written from
+        now on (a mapping adds to, or replaces by name, the default roots).
+
+        ``roots``, ``scrubber`` and ``codec`` are replaced whole, and the boundaries read
+        them for each entry, so a call still running when the roots change is written with
+        the new ones. The header keeps the roots the recording started with.
+        """
+        self.roots = roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
+        self.scrubber = Scrubber(self.roots, redact=self._redact, extra=self._extra)
+        self.codec = PayloadCodec(
+            self.level,
+            self._max_inline_bytes,
+            scrub=self.scrubber.text,
+            sidecar=Sidecar(self.path),
+        )
 
     # -- the write path ---------------------------------------------------------------
 
@@ -269,8 +286,15 @@ class Recorder:
 
     # -- ending -----------------------------------------------------------------------
 
-    def record_error(self, exc: BaseException, tb: TracebackType | None = None) -> None:
-        """Write an :class:`Error` entry for an exception that escaped the session."""
+    def record_error(
+        self,
+        exc: BaseException,
+        tb: TracebackType | None = None,
+        origin: ErrorOrigin = "session",
+    ) -> None:
+        """Write an :class:`Error` entry for an exception that escaped the session
+        (``origin="session"``) or ended the current worker (``"thread"``, ``"future"``,
+        ``"task"``: the session goes on)."""
         if not self.active:
             return
         trace = format_traceback(type(exc), exc, tb or exc.__traceback__)
@@ -280,6 +304,7 @@ class Recorder:
                 type=qualname(type(exc)),
                 message=str(exc),
                 traceback=trace,
+                origin=origin,
             )
         )
 

@@ -23,9 +23,10 @@ the recorded one:
   worker had before (the call's own so far, and those of its :data:`EARLIER_CALLS` calls
   before it, of any boundary), **nor today's one** there: a value that came to the
   program in an answer was not made up by it (a tape edited to answer another commit
-  sha gets the mismatch the edit causes, not a correlation). A word that changed (``blue`` for ``red``, ``function`` for
-  ``variable``), a number that moved by one, a value nobody echoes and a value an
-  answer gave the program are never correlated: those stay mismatches.
+  sha gets the mismatch the edit causes, not a correlation). A word that changed
+  (``blue`` for ``red``, ``function`` for ``variable``), a number that moved by one, a
+  value nobody echoes and a value an answer gave the program are never correlated: those
+  stay mismatches.
 
 A time read between two calls is not correlated but matched (``_timegaps``); it is listed
 beside the correlations. Every correlation is in the report, with where it was found and

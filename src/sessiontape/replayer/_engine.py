@@ -22,6 +22,7 @@ from .._context import worker_var
 from .._errors import UnrecordedCallError, UsageError
 from ..cassette import (
     CallEntry,
+    ErrorOrigin,
     Level,
     Payload,
     PayloadCodec,
@@ -296,8 +297,21 @@ class ReplayEngine:
         if self.updater is not None:
             self.updater.add(entry, self._outcome.position)
 
+    def worker_crashed(
+        self, exc: BaseException, frame: str | None = None, origin: ErrorOrigin = "thread"
+    ) -> None:
+        """An exception ended the calling worker (its thread, or a future or task nobody
+        read): passes when it reproduces the worker's recorded crash, is an
+        ``error_mismatch`` when it differs from it, an ``application_error`` when the
+        worker did not crash in the recording."""
+        if isinstance(exc, Exception) and self._outcome.crashes.met(
+            exc, worker_var.get(), origin, self.scrubber
+        ):
+            return
+        self.application_error(exc, frame)
+
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
-        """Report an exception that ended the calling worker's thread (or task)."""
+        """Report an exception that ended the calling worker, unlike the recording."""
         self._outcome.application_error(exc, worker_var.get(), frame)
 
     # -- ordering of verify boundaries --------------------------------------------------
@@ -363,6 +377,7 @@ class ReplayEngine:
         if outcome is not UNSET and self.recording.end is not None:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
+        done.crashes.check_missed()
         if self._invariants is not None:
             self._invariants.check("session", None)
         done.check_unconsumed(self._index.remaining())

@@ -30,6 +30,7 @@ from ..report import (
 )
 from ..scrub import Scrubber, qualname
 from ._correlate import Correlations
+from ._crashes import WorkerCrashes
 from ._index import QueueKey
 
 __all__ = ["Outcome"]
@@ -70,6 +71,8 @@ class Outcome:
         self.answered: Callable[[MismatchKind, str], bool] | None = None
         #: The values correlated (set by the engine), listed in the report.
         self.correlations: Correlations | None = None
+        #: The recorded crashes of workers, held against the replay's.
+        self.crashes = WorkerCrashes(recording, self.collect)
 
     @property
     def started(self) -> bool:

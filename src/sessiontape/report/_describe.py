@@ -86,7 +86,8 @@ def describe(entry: Entry, *, width: int = 60) -> str:
         size = len(entry.data) if isinstance(entry.data, (list, dict)) else 1
         return f"{head} snapshot of {entry.store} ({size} item(s))"
     if isinstance(entry, Error):
-        return f"{head} error: {entry.type}: {entry.message}"
+        ended = "" if entry.origin == "session" else f" (ended a {entry.origin} of {entry.worker})"
+        return f"{head} error: {entry.type}: {entry.message}{ended}"
     if isinstance(entry, SessionEnd):
         return (
             f"{head} session end: {summarize_value(entry.outcome, width)} "

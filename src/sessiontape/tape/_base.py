@@ -14,7 +14,7 @@ import enum
 # engine at run time.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from contextlib import AbstractContextManager
     from types import TracebackType
     from typing import Any, Literal, TypeVar
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..boundaries import AsyncProcessRunner, ProcessRunner
     from ..cassette import BoundaryKind
     from ..report import ReplayReport
+    from ..scrub import PathRoots
 
     T = TypeVar("T")
 
@@ -41,7 +42,9 @@ class Tape(abc.ABC):
     """A recording or a replay in progress: the handle the application wires through.
 
     Use it as a context manager; :meth:`finish` ends the session (leaving the ``with``
-    block finishes it too).
+    block finishes it too). Everything an application's wiring may call is declared here,
+    so the same wiring runs recording, replaying and with recording off
+    (``tests/test_tape_surface.py`` holds the three tapes to it).
     """
 
     mode: Mode
@@ -50,6 +53,29 @@ class Tape(abc.ABC):
     @abc.abstractmethod
     def clock(self) -> Clock:
         """The clock to inject: real when recording, virtual (instant sleeps) on replay."""
+
+    @property
+    @abc.abstractmethod
+    def roots(self) -> PathRoots:
+        """The path roots: directories written as placeholders (``{work}/x``) when
+        recording, and the directories the placeholders stand for on replay."""
+
+    @abc.abstractmethod
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Name the directories written as placeholders, for code that learns them after
+        the tape exists (a fresh temporary work directory): a mapping adds to (or
+        replaces by name) the default roots (``repo``, ``home``, ``tmp``).
+
+        Recording: paths under them are written as placeholders in every entry written
+        from then on (a call still running is written with them too); the tape's header
+        keeps the roots it started with. Replay: the placeholders stand for them; call it
+        before the first call is served. Recording off: nothing to do.
+        """
+
+    @property
+    def report(self) -> ReplayReport | None:
+        """The replay's report once :meth:`finish` has run; ``None`` when recording."""
+        return None
 
     @abc.abstractmethod
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:

@@ -13,7 +13,7 @@ from ._base import Mode, Tape
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from contextlib import AbstractContextManager
     from types import TracebackType
     from typing import Any, Literal
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .._clock import Clock
     from ..boundaries import AsyncProcessRunner, ProcessRunner
     from ..cassette import BoundaryKind
+    from ..scrub import PathRoots
 
 __all__ = ["DisabledTape"]
 
@@ -36,10 +37,24 @@ class DisabledTape(Tape):
 
     def __init__(self) -> None:
         self._clock = RealClock()
+        self._roots: Mapping[str, str] | PathRoots | None = None
 
     @property
     def clock(self) -> Clock:
         return self._clock
+
+    @property
+    def roots(self) -> PathRoots:
+        """The roots a recording would use here (built when asked: nothing else needs them)."""
+        from ..scrub import PathRoots
+
+        roots = self._roots
+        return roots if isinstance(roots, PathRoots) else PathRoots.default(roots)
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Nothing is recorded: kept for :attr:`roots`, and never checked (recording off
+        never raises)."""
+        self._roots = roots
 
     def process_runner(self, inner: ProcessRunner | None = None) -> ProcessRunner:
         if inner is not None:

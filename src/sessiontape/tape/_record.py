@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -17,6 +17,7 @@ from ..boundaries import (
     AsyncProcessRunner,
     AsyncRecordingRunner,
     AsyncSubprocessRunner,
+    CrashWatch,
     ProcessRunner,
     RecordingRunner,
     SubprocessRunner,
@@ -52,6 +53,8 @@ class RecordTape(Tape):
         self._threads.enter_context(derived_workers())
         # A process started outside the interception is missing from the tape: say so.
         self._threads.enter_context(watching_processes(recording_notice(recorder)))
+        # A worker that dies (a thread, a future or a task nobody read) is an error entry.
+        self._crashes = self._threads.enter_context(CrashWatch(recorder.record_error))
         activate(self)
 
     # -- what the recording is ----------------------------------------------------------
@@ -70,6 +73,10 @@ class RecordTape(Tape):
     def roots(self) -> PathRoots:
         """The path roots written as placeholders."""
         return self._recorder.roots
+
+    def set_roots(self, roots: Mapping[str, str] | PathRoots) -> None:
+        """Write paths under ``roots`` as placeholders from now on (see :meth:`Tape.set_roots`)."""
+        self._recorder.set_roots(roots)
 
     @property
     def scrubber(self) -> Scrubber:
@@ -178,6 +185,7 @@ class RecordTape(Tape):
 
     def finish(self, outcome: Any = None) -> None:
         """Write ``SessionEnd`` with ``outcome`` (JSON-ready data or a dataclass/Struct)."""
+        self._crashes.flush()  # a future nobody read by now is a crash of its worker
         self._recorder.finish(outcome)
 
     def close(
@@ -187,6 +195,7 @@ class RecordTape(Tape):
         tb: TracebackType | None = None,
     ) -> None:
         try:
+            self._crashes.flush()
             self._recorder.close(exc, tb)
         finally:
             deactivate(self)

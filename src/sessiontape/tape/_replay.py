@@ -33,9 +33,9 @@ from ..boundaries import (
     recording_boundary,
     replaying_agent,
     replaying_boundary,
+    replaying_crashes,
     replaying_popen,
     replaying_store,
-    reporting_thread_errors,
     watching_processes,
 )
 from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
@@ -65,9 +65,10 @@ class ReplayTape(Tape):
         self._processes: ProcessReplay | None = None
         #: The verify boundaries' real objects by name (for ``sessiontape_invariant``).
         self.stores: dict[str, Any] = {}
-        # The session starts with the tape: threads are named, their deaths reported.
+        # The session starts with the tape: threads are named, their crashes compared
+        # with the recorded ones.
         self._stack.enter_context(derived_workers())
-        self._stack.enter_context(reporting_thread_errors(engine))
+        self._crashes = self._stack.enter_context(replaying_crashes(engine))
         # A process started outside the interception runs for real: the report says so.
         self._stack.enter_context(watching_processes(engine))
         # Live payloads past the inline limit go to the sidecar of the tape being written.
@@ -279,6 +280,7 @@ class ReplayTape(Tape):
 
         In strict mode a report that is not ok raises :class:`ReplayMismatch`.
         """
+        self._crashes.flush()  # a future nobody read by now is a crash of its worker
         return self._engine.finish(outcome)
 
     def close(
@@ -289,6 +291,7 @@ class ReplayTape(Tape):
     ) -> bool:
         """Finish the replay; swallow an exception that reproduces the recorded crash."""
         try:
+            self._crashes.flush()
             return self._engine.close(exc)
         finally:
             deactivate(self)
