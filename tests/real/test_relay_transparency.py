@@ -155,19 +155,19 @@ def test_an_asyncio_subprocess_cancelled_after_start_ends_while_recording(tmp_pa
 
 def _our_threads_left() -> list[str]:
     """The sessiontape threads the program can still see, running or as objects (CPython
-    3.10's test support counts both, ``threading._dangling``), waiting up to about five
-    seconds of real time for them to go (``select``: no clock replay patches)."""
-    for _ in range(500):
-        gc.collect()
-        left = sorted(
-            o.name
-            for o in gc.get_objects()
-            if isinstance(o, threading.Thread) and o.name.startswith("sessiontape-")
-        )
-        if not left:
-            break
-        select.select([], [], [], 0.01)
-    return left
+    3.10's test support counts both, ``threading._dangling``), once those still running
+    have ended: each is joined (a minute, which only a hang reaches), as a thread that has
+    already let the program go (an output relay after the end of file) may still be
+    returning."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("sessiontape-"):
+            thread.join(60)
+    gc.collect()
+    return sorted(
+        o.name
+        for o in gc.get_objects()
+        if isinstance(o, threading.Thread) and o.name.startswith("sessiontape-")
+    )
 
 
 async def _asyncio_communicate() -> tuple[bytes, int | None]:
