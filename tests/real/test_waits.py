@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import subprocess
 import sys
 import threading
@@ -267,16 +268,24 @@ def guarded_mismatch(trip: RoundTrip, what: str) -> None:
 
 
 def p_the_kill_does_not_come(d: Path) -> Any:
-    # Pump path: recorded, a timer killed the process while the program waited (without
-    # reading the output it left in the pipe).
+    # Pump path: recorded, another thread killed the process while the program waited
+    # (without reading the output it left in the pipe). The kill is sent once the output is
+    # there to be read (a process killed before it printed would leave none).
     proc = Popen([PY, "-c", "print('up', flush=True); import time; time.sleep(30)"],
                  stdout=PIPE)  # fmt: skip
+    killer = None
     if not replaying(d):
-        threading.Timer(0.2, proc.kill).start()
+        up, _, _ = select.select([proc.stdout], [], [], BOUND)
+        assert up, "the process printed nothing"
+        killer = threading.Thread(target=proc.kill)
+        killer.start()
     try:
         return proc.wait()
     except UsageError as exc:
         return f"UsageError: {exc}"
+    finally:
+        if killer is not None:
+            killer.join(BOUND)
 
 
 def p_the_kill_does_not_come_wait_timeout(d: Path) -> Any:
@@ -291,14 +300,20 @@ def p_the_kill_does_not_come_wait_timeout(d: Path) -> Any:
 
 
 def p_read_while_the_kill_does_not_come(d: Path) -> Any:
-    # Read path: recorded, the program read the output to its end, which the timer's kill
-    # brought; on replay no kill comes, and the read must still return.
+    # Read path: recorded, the program read the output to its end, which another thread's
+    # kill brought (sent once the process is up: its first line was read); on replay no
+    # kill comes, and the read must still return.
     proc = Popen([PY, "-c", "print('up', flush=True); import time; time.sleep(30)"],
                  stdout=PIPE)  # fmt: skip
     assert proc.stdout is not None
+    first = proc.stdout.readline()
+    killer = threading.Thread(target=proc.kill)
     if not replaying(d):
-        threading.Timer(0.3, proc.kill).start()
-    return proc.stdout.read(), proc.wait()
+        killer.start()
+    out = first + proc.stdout.read()
+    if not replaying(d):
+        killer.join(BOUND)
+    return out, proc.wait()
 
 
 def p_fewer_timeouts_than_recorded(d: Path) -> Any:
