@@ -28,7 +28,7 @@ from ._clock import FakeClock
 from ._index import TapeIndex
 from ._invariants import Invariant, Invariants
 from ._match import Matcher, Noise
-from ._order import Sequencer
+from ._order import Progress, Sequencer
 from ._outcome import Outcome
 from ._payloads import served, stored
 from ._select import Selectors
@@ -40,7 +40,8 @@ __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"
 #: How many entries ahead of the queue head a request may match before it counts as a
 #: mismatch (the recorded calls in between are reported as unconsumed).
 DEFAULT_LOOKAHEAD: Final = 8
-#: Real seconds a verify-boundary call waits for its recorded turn before giving up.
+#: Real seconds for which the whole replay must stand still (no call served, no live call
+#: running) before a verify-boundary call waiting for its recorded turn gives up.
 DEFAULT_ORDER_TIMEOUT: Final = 2.0
 #: ``finish()`` called without an outcome: nothing to compare.
 UNSET: Final[Any] = object()
@@ -118,8 +119,11 @@ class ReplayEngine:
             matcher=matcher,
             lookahead=lookahead,
         )
+        #: Whether the replay is moving: a verify call waiting for its turn watches it.
+        self.progress = Progress(self._outcome.served)
         self._sequencers = {
-            name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
+            name: Sequencer(seqs, order_timeout, self.progress)
+            for name, seqs in index.verify_order.items()
         }
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode).
@@ -266,6 +270,7 @@ class ReplayEngine:
 
     def add_call(self, entry: CallEntry) -> None:
         """Update mode: add ``entry`` (made for real just now) after the worker's last call."""
+        self.progress.moved()
         if self.updater is not None:
             self.updater.add(entry, self._outcome.position)
 
