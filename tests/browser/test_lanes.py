@@ -51,7 +51,7 @@ def corpus_served() -> Iterator[str]:
     yield server.url
     server.shutdown()
     server.server_close()
-    thread.join(10)
+    thread.join(60)
 
 
 def lanes_of(page: Page) -> dict[str, Any]:
