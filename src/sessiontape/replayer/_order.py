@@ -62,7 +62,9 @@ class Sequencer:
     timeout (real seconds, see :class:`Progress`): then the call waited for never came.
     """
 
-    def __init__(self, seqs: Sequence[int], timeout: float, progress: Progress) -> None:
+    def __init__(
+        self, seqs: Sequence[int], timeout: float, progress: Progress | None = None
+    ) -> None:
         self._index = {seq: i for i, seq in enumerate(seqs)}
         self._done = bytearray(len(seqs))
         self._cursor = 0
@@ -73,6 +75,7 @@ class Sequencer:
         self._cond = threading.Condition(self._lock)
         self._waiting = 0
         self._timeout = timeout
+        #: What the replay does meanwhile (none given: a wait gives up at its timeout).
         self._progress = progress
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
         self.broken = False
@@ -84,22 +87,27 @@ class Sequencer:
             return None
         if self._cursor >= index:  # its turn already (the cursor only moves forward)
             return None
+        progress = self._progress
         with self._cond:
             self._waiting += 1
             try:
-                mark = self._progress.mark()
-                while self._cursor < index and not self.broken:
-                    if self._cond.wait(self._timeout):
-                        continue  # a call of this store ran
-                    now = self._progress.mark()
-                    if now is not None and now == mark:  # nothing moved for the timeout
-                        self.broken = True
-                        self._cond.notify_all()  # the other waiters run as they come
-                        return next(s for s, i in self._index.items() if i == self._cursor)
+                mark = None if progress is None else progress.mark()
+                while not self._cond.wait_for(
+                    lambda: self._cursor >= index or self.broken, timeout=self._timeout
+                ):
+                    now = None if progress is None else progress.mark()
+                    if progress is None or (now is not None and now == mark):
+                        break  # nothing moved in the replay for the whole timeout
                     mark = now
             finally:
                 self._waiting -= 1
-        return None
+            if self._cursor >= index or self.broken:
+                # Its turn; or another call gave the order up, and this one runs as it
+                # comes (it does not wait out a timeout of its own, nor report it again).
+                return None
+            self.broken = True
+            self._cond.notify_all()
+            return next(s for s, i in self._index.items() if i == self._cursor)
 
     def done(self, seq: int) -> None:
         """Mark ``seq`` as run, letting the next recorded call through."""
