@@ -77,6 +77,8 @@ class _Tracked:
         self.polls = 0
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
+        #: For each timed-out communicate(): the bytes of stdout and stderr it had read.
+        self.read_at_timeouts: list[list[int]] = []
         self.signals: list[int] = []
         #: How many of ``signals`` came once every piped output had ended (end-of-file,
         #: or the program closed its end).
@@ -171,6 +173,7 @@ class _Tracked:
             "unfinished": unfinished,
             "wait_timeouts": self.wait_timeouts,
             "signals_after_eof": self.signals_after_eof,
+            "read_at_timeouts": self.read_at_timeouts or None,
         }
         streams: dict[str, bytes | None] = {
             name: ChunkLog.joined(chunks, name) if name in self.piped else None
@@ -383,9 +386,11 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
         tracked.call["timeout"] = orig_timeout
     try:
         return ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         if tracked is not None:
             tracked.timeouts += 1
+            # What the program had read when it gave up: replay gives it back as much.
+            tracked.read_at_timeouts.append([len(exc.output or b""), len(exc.stderr or b"")])
         raise
 
 
