@@ -389,7 +389,7 @@ def test_threading_timeouts_stay_real(installed: FakeClock) -> None:
     blocked.join(timeout=0.01)
     assert blocked.is_alive()
     release.set()
-    blocked.join(timeout=10)
+    blocked.join(timeout=60)
     assert not blocked.is_alive()
     assert installed.sleeps == 0
 
@@ -407,7 +407,7 @@ def test_asyncio_sleep_does_not_hang(installed: FakeClock) -> None:
 
     runner = threading.Thread(target=run, daemon=True)
     runner.start()
-    runner.join(timeout=10)
+    runner.join(timeout=60)
     assert not runner.is_alive(), "asyncio.run hung under FakeClock.install()"
     assert results == ["done"]
 

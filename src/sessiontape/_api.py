@@ -105,7 +105,9 @@ def replay(
     recorded path placeholders. With ``patch_time`` (the default), entering the tape
     makes ``time.sleep`` instant and wall-clock reads virtual. ``lookahead`` is how many
     entries past a queue's head a request may match (default 8), ``order_timeout`` how
-    many real seconds a verify-boundary call waits for its recorded turn (default 2.0).
+    many real seconds the whole replay may stand still (no call served, no live call
+    running) while a verify-boundary call waits for its recorded turn, before it gives up
+    (default 2.0).
 
     With ``update=True`` the tape is rewritten to match today's code wherever it can
     still answer (today's requests, today's store results, calls no longer made dropped);

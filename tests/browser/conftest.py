@@ -48,7 +48,9 @@ CHROMIUM_ARGS = [
 ]
 #: Entries of the big tape, and what its last entry says.
 BIG = 200_000
-TIMEOUT_MS = 20_000
+#: Playwright's timeout for each wait of a page: a minute, which only a hang reaches (a
+#: 200,000-entry page on a loaded machine is slow, not stuck).
+TIMEOUT_MS = 60_000
 
 
 def _unavailable(why: str) -> None:
@@ -217,7 +219,7 @@ def served(tapes: Tapes) -> Iterator[str]:
     yield server.url
     server.shutdown()
     server.server_close()
-    thread.join(10)
+    thread.join(60)
 
 
 Open = Callable[[str], None]

@@ -48,7 +48,10 @@ RACY_MUTATIONS: Final = (
 )
 SCENARIO: Final = "happy"
 WORKERS: Final = 2
-#: Real seconds the reaper waits when recording: every task is done long before.
+#: Seconds the reaper waits on replay (virtual). When recording it waits for the workers
+#: to end instead: production ran it once every task was done (a time that a loaded
+#: machine's workers could outlast would let it time a task out, and the recording would
+#: not be the race-free run it stands for).
 REAP_AFTER: Final = 1.5
 
 
@@ -107,11 +110,15 @@ class RacyBacklog(BacklogStore):
 class RacyGardener(Gardener):
     """The gardener with the gaps of :data:`RACES`; those named in ``closed`` are locked."""
 
-    def __init__(self, *, closed: Iterable[str], reap_after: float | None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, closed: Iterable[str], reap_after: float | None, recording: bool, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.closed = frozenset(closed)
         self.reap_after = reap_after
+        self.recording = recording
         self._gaps = {race: threading.Lock() for race in RACES}
+        self._workers_done = threading.Event()
 
     def _gap(self, race: str) -> AbstractContextManager[object]:
         if race in self.closed:
@@ -126,12 +133,16 @@ class RacyGardener(Gardener):
         try:
             return super().run()
         finally:
+            self._workers_done.set()
             reaper.join()
 
     def _reap(self) -> None:
         assert self.reap_after is not None
         with self.worker_scope("reaper"):
-            self.clock.sleep(self.reap_after)
+            if self.recording:
+                self._workers_done.wait(300)  # set once they end: a hang's timeout
+            else:
+                self.clock.sleep(self.reap_after)
             for task in sorted(t["id"] for t in self.store.list_tasks()):  # type: ignore[attr-defined]
                 with self._gap("timeout"):
                     if self.store.status(task) == "in_progress":  # type: ignore[attr-defined]
@@ -233,6 +244,7 @@ def run(
         workers=WORKERS,
         closed=closed,
         reap_after=reap_after,
+        recording=tape.mode is Mode.RECORD,
     )
     completing.gardener = gardener
     try:
@@ -250,7 +262,7 @@ def run(
 
 def record(cassette: Path, workdir: Path, *, reaper: bool) -> dict[str, Any]:
     """Record the racy gardener with every gap closed (no race fires); with ``reaper``,
-    a reaper thread looks for tasks still in progress once all are long done."""
+    a reaper thread looks for tasks still in progress once all are done."""
     with sessiontape.record(
         cassette,
         entrypoint="racy-gardener",

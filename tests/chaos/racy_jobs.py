@@ -33,6 +33,10 @@ MUTATIONS: Final = (
     "read_count",
     "write_count",
 )
+#: Virtual seconds the reaper waits on replay. When recording it waits for the workers to
+#: end instead: production ran it once every job was done (a time that a loaded machine's
+#: workers could outlast would let it time a job out, and the recording would not be the
+#: race-free run it stands for).
 REAP_AFTER: Final = 1.0
 
 
@@ -103,11 +107,13 @@ class Board:
 class Jobs:
     """The program: ``WORKERS`` threads working the board, and maybe a reaper."""
 
-    def __init__(self, board: Any, *, closed: Iterable[str], reaper: bool) -> None:
+    def __init__(self, board: Any, *, closed: Iterable[str], reaper: bool, recording: bool) -> None:
         self.board = board
         self.closed = frozenset(closed)
         self.reaper = reaper
+        self.recording = recording
         self._gaps = {race: threading.Lock() for race in RACES}
+        self._workers_done = threading.Event()
 
     def gap(self, race: str) -> AbstractContextManager[object]:
         return self._holding(self._gaps[race]) if race in self.closed else nullcontext()
@@ -142,19 +148,24 @@ class Jobs:
 
     def reap(self) -> None:
         with sessiontape.worker("reaper"):
-            time.sleep(REAP_AFTER)
+            if self.recording:
+                self._workers_done.wait(300)  # set once they end: a hang's timeout
+            else:
+                time.sleep(REAP_AFTER)
             for name in JOBS:
                 with self.gap("timeout"):
                     if self.board.status(name) == "running":
                         self.board.time_out(name)
 
     def run(self) -> dict[str, Any]:
-        threads = [threading.Thread(target=self.work, args=(i,)) for i in (1, 2)]
-        if self.reaper:
-            threads.append(threading.Thread(target=self.reap))
-        for thread in threads:
+        workers = [threading.Thread(target=self.work, args=(i,)) for i in (1, 2)]
+        reapers = [threading.Thread(target=self.reap)] if self.reaper else []
+        for thread in workers + reapers:
             thread.start()
-        for thread in threads:
+        for thread in workers:
+            thread.join()
+        self._workers_done.set()
+        for thread in reapers:
             thread.join()
         jobs = self.board.jobs()
         return {
@@ -175,7 +186,8 @@ def run(tape: Tape, *, closed: Iterable[str], reaper: bool) -> dict[str, Any]:
 
     tape.invariant(claimed_once)
     with tape.patch_subprocess():
-        outcome = Jobs(board, closed=closed, reaper=reaper).run()
+        recording = tape.mode is Mode.RECORD
+        outcome = Jobs(board, closed=closed, reaper=reaper, recording=recording).run()
     tape.finish(outcome=outcome)
     return outcome
 

@@ -134,21 +134,39 @@ def test_a_crash_and_a_failed_call_are_on_their_lanes(
 def test_calls_that_overlap_on_one_worker_get_a_second_lane(cli: Cli, tmp_path: Path) -> None:
     """Two threads recording as one worker: their calls overlap without nesting."""
     import threading
-    import time
 
     cassette = tmp_path / "threads.jsonl"
-    started = threading.Barrier(2)
+    # The second call starts inside the first and ends after it: ordered by events (a
+    # minute each, which only a hang reaches), not by how long each thread sleeps.
+    first_started, second_started, first_ended = (threading.Event() for _ in range(3))
+
+    class Ordered:
+        """Real processes, each started and let end in that order."""
+
+        def __init__(self) -> None:
+            self.real = sessiontape.SubprocessRunner()
+
+        def run(self, argv: list[str], **kwargs: Any) -> sessiontape.ProcessResult:
+            if argv[-1] == "first":
+                first_started.set()
+                assert second_started.wait(60)
+            else:
+                second_started.set()
+                assert first_ended.wait(60)
+            return self.real.run(argv, **kwargs)
 
     with sessiontape.record(cassette) as tape:
-        runner = tape.process_runner()
+        runner = tape.process_runner(Ordered())
 
-        def work(delay: float) -> None:
+        def work(which: str) -> None:
             with sessiontape.worker("pool"):  # both threads name the same worker
-                started.wait()
-                time.sleep(delay)  # the second starts inside the first and ends after it
-                runner.run(["sleep", "0.4"])
+                if which == "second":
+                    assert first_started.wait(60)
+                runner.run(["echo", which])
+                if which == "first":
+                    first_ended.set()
 
-        threads = [threading.Thread(target=work, args=(d,)) for d in (0.0, 0.2)]
+        threads = [threading.Thread(target=work, args=(w,)) for w in ("first", "second")]
         for thread in threads:
             thread.start()
         for thread in threads:

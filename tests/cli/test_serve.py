@@ -1,7 +1,7 @@
 """``sessiontape serve``: the JSON API, its filters and pages, and what it refuses to serve.
 
 Each test starts a server on a free port of 127.0.0.1 in a thread and shuts it down after;
-requests time out after a few seconds, so nothing waits forever.
+requests time out after a minute (only a hang takes that long), so nothing waits forever.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from sessiontape.cli._viewer import page
 if TYPE_CHECKING:
     from .conftest import App, Cli, Clock, Recorder
 
-TIMEOUT = 10
+#: Seconds a request or the server process may take: a minute, which only a hang reaches.
+TIMEOUT = 60
 
 
 @pytest.fixture

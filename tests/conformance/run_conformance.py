@@ -26,7 +26,10 @@ What it finds, it judges:
 
 ``--quick`` runs the slice of ``replay_exclusions.QUICK`` (a couple of minutes: what CI
 runs). The exit status is 1 when a defect was found, 0 otherwise; an interpreter without
-its ``test`` package is skipped with a message (status 0).
+its ``test`` package is skipped with a message (status 0), or fails (status 1) with
+``SESSIONTAPE_PYTHONS_REQUIRED=1``, as CI runs it. A run that collects no test, or in
+which no test passes plain, checked nothing: it fails (status 5, pytest's "no tests
+collected", and 1) rather than pass.
 """
 
 from __future__ import annotations
@@ -218,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = _missing_test_package()
     if missing:
+        if os.environ.get("SESSIONTAPE_PYTHONS_REQUIRED") == "1":
+            print(missing.replace(": skipped:", ": failed (SESSIONTAPE_PYTHONS_REQUIRED=1):"))
+            return 1
         print(missing)
         return 0
     out = args.out or Path(tempfile.mkdtemp(prefix="sessiontape-conformance-"))
@@ -225,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     tapes = out / "tapes"
     ids = collect(args.quick, args.keyword)
     print(f"conformance: Python {sys.version.split()[0]}, {len(ids)} tests, output in {out}")
+    if not ids:
+        print("conformance: no test collected: nothing was checked")
+        return 5
     plain = run_phase("plain", ids, out, tapes, args.timeout)
     passed_plain = [i for i in ids if plain.get(i, {}).get("status") == "pass"]
     record = run_phase("record", passed_plain, out, tapes, args.timeout)
@@ -298,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"\ndefects: {defects}")
+    if not passed_plain:
+        print("conformance: no test passed plain: nothing was checked while recording")
+        return 1
     return 1 if defects else 0
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -75,13 +74,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield folder.as_uri()
 
 
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def moto_s3() -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
     """A real S3 protocol endpoint on loopback (moto's server) with a bucket ``tapes``,
@@ -89,9 +81,11 @@ def moto_s3() -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
     the server (a test may stop it: a store that is down)."""
     pytest.importorskip("s3fs", reason="the s3 extra (s3fs) is not installed")
     server_module = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    port = free_port()
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # Port 0: the system picks a free port as the server binds it (a port picked before
+    # could be taken by then, and start() would wait for ever for a server that failed).
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    port = server.get_host_and_port()[1]
     env = {
         "FSSPEC_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
         "AWS_ACCESS_KEY_ID": "fleettestaccesskey",

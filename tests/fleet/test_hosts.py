@@ -8,15 +8,17 @@ given from the store into its own cache, and nothing is rsynced.
 from __future__ import annotations
 
 import json
+import re
+import select
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import CORPUS, HOOK, cli, free_port
+from .conftest import CORPUS, HOOK, cli
 
 pytest_plugins = ["pytester"]
 
@@ -26,40 +28,51 @@ SOCKETSERVER = Path(execnet.__file__).parent / "script" / "socketserver.py"
 
 @pytest.fixture
 def hosts(tmp_path: Path) -> Iterator[list[tuple[int, Path]]]:
-    started: list[tuple[subprocess.Popen[bytes], int, Path]] = []
+    started: list[tuple[subprocess.Popen[str], threading.Thread]] = []
+    listening: list[tuple[int, Path]] = []
     try:
         for name in ("host-a", "host-b"):
             folder = tmp_path / name
             folder.mkdir()
             (folder / "conftest.py").write_text(HOOK, encoding="utf-8")
             (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-            port = free_port()
+            # Port 0: the system picks a free port as the server binds it (a port picked
+            # before could be taken by then), and the server says which.
             process = subprocess.Popen(
-                [sys.executable, str(SOCKETSERVER), f"127.0.0.1:{port}"],
+                [sys.executable, "-u", str(SOCKETSERVER), "127.0.0.1:0"],
                 cwd=folder,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
             )
-            started.append((process, port, folder))
-        for _, port, _ in started:
-            _wait_listening(port)
-        yield [(port, folder) for _, port, folder in started]
+            port = _listening_port(process)
+            assert process.stdout is not None
+            # What it says from then on is read, so that a full pipe never stops it.
+            drain = threading.Thread(target=process.stdout.read, daemon=True)
+            drain.start()
+            started.append((process, drain))
+            listening.append((port, folder))
+        yield listening
     finally:
-        for process, _, _ in started:
+        for process, drain in started:
             process.kill()
             process.wait(timeout=30)
+            drain.join(30)
 
 
-def _wait_listening(port: int) -> None:
-    import socket
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"the socket server on port {port} did not start")
+def _listening_port(process: subprocess.Popen[str]) -> int:
+    """The port the socket server listens on, from the line it prints once it does
+    (``... Entering Accept loop ('127.0.0.1', PORT)``): the test waits for that line
+    itself, or for the server's end (a minute only a hang reaches)."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], 60)
+    line = process.stdout.readline() if ready else ""
+    found = re.search(r"Entering Accept loop \('127\.0\.0\.1', (\d+)\)", line)
+    if found is None:
+        process.kill()
+        rest = process.communicate(timeout=30)[0]
+        raise AssertionError(f"the socket server did not start listening: {line}{rest}")
+    return int(found.group(1))
 
 
 def essentials(path: Path) -> list[tuple[str, str, bool, int, int]]:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import PIPE
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,48 @@ def test_a_dead_childs_stdin_reports_its_reader_gone_while_recording(tmp_path: P
         # and nothing of the relay is left once the program knows the child is gone
         assert _relays() == []
     assert recorded == plain
+
+
+@pytest.mark.parametrize("held_after", ["close_relay", "relay_done"])
+def test_a_stdin_relay_already_leaving_is_gone_once_the_program_knows_its_child_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_after: str
+) -> None:
+    # The interleaving a loaded machine makes (issue 34): the child exits, its stdin relay
+    # sees the reader gone and closes its ends, and is descheduled on its way out; the
+    # program's wait() learns of the exit then, and must not return while the relay's
+    # thread still runs. Here the relay is held at that point until it is joined.
+    from sessiontape.boundaries._popen import _record
+
+    joined = threading.Event()
+    real_step = getattr(_record._Tracked, held_after)
+    real_join = threading.Thread.join
+
+    def held(self: Any, *args: Any) -> None:
+        real_step(self, *args)
+        if threading.current_thread().name.endswith("-stdin"):
+            joined.wait(60)  # a hang's timeout: joining it sets the event at once
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if self.name.startswith("sessiontape-relay"):
+            joined.set()
+        real_join(self, timeout)
+
+    monkeypatch.setattr(_record._Tracked, held_after, held)
+    monkeypatch.setattr(threading.Thread, "join", join)
+    try:
+        with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+            proc = subprocess.Popen([PY, "-c", "pass"], stdin=PIPE)
+            assert proc.stdin is not None
+            poller = select.poll()
+            poller.register(proc.stdin, 0)  # woken by the relay closing its ends only
+            ((_, events),) = poller.poll(60_000)
+            assert events & select.POLLERR
+            proc.wait()
+            left = _relays()
+            proc.stdin.close()
+    finally:
+        joined.set()
+    assert left == []
 
 
 def test_writing_to_a_dead_childs_stdin_breaks_the_pipe_while_recording(tmp_path: Path) -> None:
@@ -112,21 +155,21 @@ def test_an_asyncio_subprocess_cancelled_after_start_ends_while_recording(tmp_pa
 
 def _our_threads_left() -> list[str]:
     """The sessiontape threads the program can still see, running or as objects (CPython
-    3.10's test support counts both, ``threading._dangling``), waiting up to about five
-    seconds of real time for them to go (``select``: no clock replay patches)."""
-    for _ in range(500):
-        gc.collect()
+    3.10's test support counts both, ``threading._dangling``), once those still running
+    have ended: each is joined (a minute, which only a hang reaches), as a thread that has
+    already let the program go (an output relay after the end of file) may still be
+    returning."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("sessiontape-"):
+            thread.join(60)
+    gc.collect()
+    return sorted(
+        o.name
+        for o in gc.get_objects()
         # type(), not isinstance(): isinstance() reads __class__, which some objects
         # compute (openai's lazy pandas proxy imports pandas, mid-walk, and crashes).
-        left = sorted(
-            o.name
-            for o in gc.get_objects()
-            if issubclass(type(o), threading.Thread) and o.name.startswith("sessiontape-")
-        )
-        if not left:
-            break
-        select.select([], [], [], 0.01)
-    return left
+        if issubclass(type(o), threading.Thread) and o.name.startswith("sessiontape-")
+    )
 
 
 async def _asyncio_communicate() -> tuple[bytes, int | None]:

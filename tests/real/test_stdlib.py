@@ -131,10 +131,15 @@ def p_env_delta(d: Path) -> Any:
     return subprocess.run(echo(code), env=env, capture_output=True, text=True).stdout
 
 
+#: What the process run() times out on prints its line first: a shell's builtin echo, there
+#: within milliseconds even on a loaded machine (a Python child takes up to 0.7 s to print
+#: its first line with both cores busy), well before the timeout.
+TIMED_OUT = ["sh", "-c", "echo started; exec sleep 30"]
+
+
 def p_timeout(d: Path) -> Any:
     try:
-        subprocess.run(echo("import time; print('started', flush=True); time.sleep(30)"),
-                       capture_output=True, timeout=0.5)  # fmt: skip
+        subprocess.run(TIMED_OUT, capture_output=True, timeout=2)
     except subprocess.TimeoutExpired as exc:
         return type(exc), exc.cmd, exc.timeout, exc.output, exc.stderr
     raise AssertionError("no timeout")
@@ -307,8 +312,8 @@ def test_the_timeout_is_recorded_as_the_program_saw_it(
     assert call.returncode == -signal.SIGKILL
     assert call.stdout == "started\n"
     kind, cmd, timeout, output, stderr = done.replayed
-    assert (kind, timeout, output, stderr) == (subprocess.TimeoutExpired, 0.5, b"started\n", None)
-    assert cmd == echo("import time; print('started', flush=True); time.sleep(30)")
+    assert (kind, timeout, output, stderr) == (subprocess.TimeoutExpired, 2, b"started\n", None)
+    assert cmd == TIMED_OUT
 
 
 def test_a_conversation_is_kept_as_chunks(round_trip: Callable[..., RoundTrip]) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import select
 import subprocess
 import sys
 import threading
@@ -236,6 +238,53 @@ def test_the_recorded_waits_are_what_the_program_saw(
     assert (entry.polls, entry.wait_timeouts, entry.signals) == (6, 2, [9])
 
 
+def _printing_on_cue(first: bool) -> Any:
+    """A program whose child prints its line at once (``first``) or on the program's cue
+    (a byte through a FIFO in the work folder); the program's ``communicate(timeout=...)``
+    times out either way, having read the line or not."""
+
+    def program(d: Path) -> Any:
+        cue = d / "cue"
+        os.mkfifo(cue)
+        ready = os.open(cue, os.O_RDWR)  # never blocks; the child's open then neither
+        wait = f"open({str(cue)!r}, 'rb').read(1); "
+        line = "os.write(1, b'partial\\n'); "  # one write: the line is all there or not
+        code = f"import os, time; {line + wait if first else wait + line}time.sleep(30)"
+        proc = Popen([PY, "-c", code], stdout=PIPE)
+        try:
+            if first:  # the line is there to be read before the timeout
+                assert select.select([proc.stdout], [], [], BOUND)[0]
+            try:
+                proc.communicate(timeout=0.2)
+            except subprocess.TimeoutExpired as exc:
+                caught = exc.output
+            os.write(ready, b"x")
+            if not first and not replaying(d):  # the line comes now, after the timeout
+                # (Replay serves it before the timeout, the exception carrying none of it
+                # as recorded; it waits in communicate()'s buffer for the next call.)
+                assert select.select([proc.stdout], [], [], BOUND)[0]
+            proc.kill()
+            out, _ = proc.communicate()
+            return caught, out, proc.returncode
+        finally:
+            os.close(ready)
+
+    return program
+
+
+@pytest.mark.parametrize(("first", "caught", "read"), [(False, None, 0), (True, b"partial\n", 8)])
+def test_a_timed_out_communicate_carries_what_it_had_read_when_recorded(
+    round_trip: Callable[..., RoundTrip], first: bool, caught: bytes | None, read: int
+) -> None:
+    # Recorded, the line came after the timeout (or before it); replay delivers the output
+    # before it times out, and the exception must still carry only what was read then.
+    trip = round_trip(bounded(_printing_on_cue(first)))
+    assert trip.recorded == (caught, b"partial\n", -9)
+    check_same(trip)
+    (entry,) = trip.processes
+    assert entry.read_at_timeouts == [[read, 0]]
+
+
 def test_a_tape_without_wait_timeouts_replays_as_before(tmp_path: Path, spawns: Any) -> None:
     # A tape from before wait(timeout) was counted apart: polls counts both kinds.
     cassette = tmp_path / "old.jsonl"
@@ -267,16 +316,24 @@ def guarded_mismatch(trip: RoundTrip, what: str) -> None:
 
 
 def p_the_kill_does_not_come(d: Path) -> Any:
-    # Pump path: recorded, a timer killed the process while the program waited (without
-    # reading the output it left in the pipe).
+    # Pump path: recorded, another thread killed the process while the program waited
+    # (without reading the output it left in the pipe). The kill is sent once the output is
+    # there to be read (a process killed before it printed would leave none).
     proc = Popen([PY, "-c", "print('up', flush=True); import time; time.sleep(30)"],
                  stdout=PIPE)  # fmt: skip
+    killer = None
     if not replaying(d):
-        threading.Timer(0.2, proc.kill).start()
+        up, _, _ = select.select([proc.stdout], [], [], BOUND)
+        assert up, "the process printed nothing"
+        killer = threading.Thread(target=proc.kill)
+        killer.start()
     try:
         return proc.wait()
     except UsageError as exc:
         return f"UsageError: {exc}"
+    finally:
+        if killer is not None:
+            killer.join(BOUND)
 
 
 def p_the_kill_does_not_come_wait_timeout(d: Path) -> Any:
@@ -291,14 +348,20 @@ def p_the_kill_does_not_come_wait_timeout(d: Path) -> Any:
 
 
 def p_read_while_the_kill_does_not_come(d: Path) -> Any:
-    # Read path: recorded, the program read the output to its end, which the timer's kill
-    # brought; on replay no kill comes, and the read must still return.
+    # Read path: recorded, the program read the output to its end, which another thread's
+    # kill brought (sent once the process is up: its first line was read); on replay no
+    # kill comes, and the read must still return.
     proc = Popen([PY, "-c", "print('up', flush=True); import time; time.sleep(30)"],
                  stdout=PIPE)  # fmt: skip
     assert proc.stdout is not None
+    first = proc.stdout.readline()
+    killer = threading.Thread(target=proc.kill)
     if not replaying(d):
-        threading.Timer(0.3, proc.kill).start()
-    return proc.stdout.read(), proc.wait()
+        killer.start()
+    out = first + proc.stdout.read()
+    if not replaying(d):
+        killer.join(BOUND)
+    return out, proc.wait()
 
 
 def p_fewer_timeouts_than_recorded(d: Path) -> Any:

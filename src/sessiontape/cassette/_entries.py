@@ -238,7 +238,9 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     end: ``polls`` is how many times ``poll()`` or ``wait(timeout)`` found it still
     running, ``wait_timeouts`` how many of those were ``wait(timeout)`` calls (``None`` in
     tapes from before it was recorded), ``timeouts`` how many
-    ``communicate(timeout=...)`` calls timed out, ``signals`` the signals the program sent
+    ``communicate(timeout=...)`` calls timed out (``read_at_timeouts``: how many bytes of
+    stdout and of stderr each of them had read when it did, ``[[stdout, stderr], ...]``;
+    ``None`` in tapes from before it was recorded), ``signals`` the signals the program sent
     it while it ran (``signals_after_eof``: how many of them came once all its piped
     output had ended, at end-of-file or closed by the program, so that they did not end
     its output), and ``unfinished`` that it was still running when interception ended. A
@@ -270,6 +272,7 @@ class ProcessCall(_Entry, frozen=True, kw_only=True, tag="process"):
     #: (``argv`` and ``env`` hold them readable); see :meth:`exact_argv`, :meth:`exact_env`.
     exact: ExactBytes | None = None
     signals_after_eof: int = 0
+    read_at_timeouts: list[list[int]] | None = None
 
     def exact_argv(self) -> list[str]:
         """``argv`` exactly as the program passed it: an argument that was not UTF-8 is a

@@ -38,7 +38,7 @@ from ._correlate import Correlations
 from ._index import TapeIndex
 from ._invariants import Invariant, Invariants
 from ._match import Matcher, Noise, Path
-from ._order import Sequencer
+from ._order import Progress, Sequencer
 from ._outcome import Outcome
 from ._payloads import answer_texts, served, stored
 from ._select import Selectors
@@ -50,7 +50,8 @@ __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"
 #: How many entries ahead of the queue head a request may match before it counts as a
 #: mismatch (the recorded calls in between are reported as unconsumed).
 DEFAULT_LOOKAHEAD: Final = 8
-#: Real seconds a verify-boundary call waits for its recorded turn before giving up.
+#: Real seconds for which the whole replay must stand still (no call served, no live call
+#: running) before a verify-boundary call waiting for its recorded turn gives up.
 DEFAULT_ORDER_TIMEOUT: Final = 2.0
 #: ``finish()`` called without an outcome: nothing to compare.
 UNSET: Final[Any] = object()
@@ -134,8 +135,11 @@ class ReplayEngine:
         #: The values the program made up today, carried into the answers that echo them.
         self.correlations: Correlations = self._aligner.correlations
         self._outcome.correlations = self.correlations
+        #: Whether the replay is moving: a verify call waiting for its turn watches it.
+        self.progress = Progress(self._outcome.served)
         self._sequencers = {
-            name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
+            name: Sequencer(seqs, order_timeout, self.progress)
+            for name, seqs in index.verify_order.items()
         }
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode).
@@ -294,6 +298,7 @@ class ReplayEngine:
 
     def add_call(self, entry: CallEntry) -> None:
         """Update mode: add ``entry`` (made for real just now) after the worker's last call."""
+        self.progress.moved()
         if self.updater is not None:
             self.updater.add(entry, self._outcome.position)
 

@@ -2,21 +2,69 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence, Sized
 
-__all__ = ["Sequencer"]
+__all__ = ["Progress", "Sequencer"]
+
+
+class Progress:
+    """Whether a replay is moving: what a verify call waiting for its turn watches.
+
+    The replay moves when a call is served (substituted or verified: ``served`` grows) and
+    when a live call starts or ends; while a live call runs (a real process, a real agent
+    turn), it is moving. A wait for a turn is given up only once the replay has stood
+    still for a whole order timeout: on a loaded machine, or while a live re-record's real
+    processes run, the call waited for is still on its way, however long that takes.
+    """
+
+    __slots__ = ("_live", "_lock", "_moves", "_served")
+
+    def __init__(self, served: Sized) -> None:
+        self._served = served
+        self._lock = threading.Lock()
+        self._live = 0
+        self._moves = 0
+
+    def moved(self) -> None:
+        """Something happened that no served call counts (a live call started or ended)."""
+        with self._lock:
+            self._moves += 1
+
+    @contextlib.contextmanager
+    def live_call(self) -> Iterator[None]:
+        """The block runs a live call: the replay is moving until it ends."""
+        with self._lock:
+            self._live += 1
+            self._moves += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._live -= 1
+                self._moves += 1
+
+    def mark(self) -> tuple[int, int] | None:
+        """Where the replay stands now (``None`` while a live call runs: it is moving)."""
+        with self._lock:
+            if self._live:
+                return None
+            return len(self._served), self._moves
 
 
 class Sequencer:
     """Makes verify-boundary calls of one store run in their recorded global order.
 
     Concurrent workers race for shared state; replaying a store faithfully means letting
-    them through in the order production saw. A call waits (real time, bounded) until
-    every earlier recorded call of the same store has run.
+    them through in the order production saw. A call waits until every earlier recorded
+    call of the same store has run, or until the whole replay has stood still for the
+    timeout (real seconds, see :class:`Progress`): then the call waited for never came.
     """
 
-    def __init__(self, seqs: Sequence[int], timeout: float) -> None:
+    def __init__(
+        self, seqs: Sequence[int], timeout: float, progress: Progress | None = None
+    ) -> None:
         self._index = {seq: i for i, seq in enumerate(seqs)}
         self._done = bytearray(len(seqs))
         self._cursor = 0
@@ -27,6 +75,8 @@ class Sequencer:
         self._cond = threading.Condition(self._lock)
         self._waiting = 0
         self._timeout = timeout
+        #: What the replay does meanwhile (none given: a wait gives up at its timeout).
+        self._progress = progress
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
         self.broken = False
 
@@ -37,17 +87,27 @@ class Sequencer:
             return None
         if self._cursor >= index:  # its turn already (the cursor only moves forward)
             return None
+        progress = self._progress
         with self._cond:
             self._waiting += 1
             try:
-                ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
+                mark = None if progress is None else progress.mark()
+                while not self._cond.wait_for(
+                    lambda: self._cursor >= index or self.broken, timeout=self._timeout
+                ):
+                    now = None if progress is None else progress.mark()
+                    if progress is None or (now is not None and now == mark):
+                        break  # nothing moved in the replay for the whole timeout
+                    mark = now
             finally:
                 self._waiting -= 1
-            if not ok:
-                self.broken = True
-                self._cond.notify_all()
-                return next(s for s, i in self._index.items() if i == self._cursor)
-        return None
+            if self._cursor >= index or self.broken:
+                # Its turn; or another call gave the order up, and this one runs as it
+                # comes (it does not wait out a timeout of its own, nor report it again).
+                return None
+            self.broken = True
+            self._cond.notify_all()
+            return next(s for s, i in self._index.items() if i == self._cursor)
 
     def done(self, seq: int) -> None:
         """Mark ``seq`` as run, letting the next recorded call through."""

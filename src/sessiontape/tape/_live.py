@@ -77,6 +77,7 @@ class LiveSide:
         seq = updater.provisional_seq()
         with self._lock:
             self._started[seq] = REAL.monotonic_ns()
+        self._engine.progress.moved()  # a live call started: the replay moves
         clock = self._engine.clock
         return (
             seq,
@@ -144,11 +145,9 @@ class LiveRunner:
         self, engine: ReplayEngine, replayed: ProcessRunner, recording: ProcessRunner
     ) -> None:
         self._picks = process_picker(engine)
+        self._progress = engine.progress
         self._replayed = replayed
         self._recording = recording
-
-    def _runner(self, argv: Sequence[str]) -> ProcessRunner:
-        return self._recording if self._picks(argv) else self._replayed
 
     def run(
         self,
@@ -161,9 +160,14 @@ class LiveRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Run ``argv`` for real when it is live, else answer it from the tape."""
-        return self._runner(argv).run(
-            argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
-        )
+        if not self._picks(argv):
+            return self._replayed.run(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
+        with self._progress.live_call():
+            return self._recording.run(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
 
     def stream(
         self,
@@ -176,9 +180,8 @@ class LiveRunner:
         text: bool = True,
     ) -> ProcessStream:
         """Stream ``argv`` for real when it is live, else from the tape."""
-        return self._runner(argv).stream(
-            argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
-        )
+        runner = self._recording if self._picks(argv) else self._replayed
+        return runner.stream(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
 
 
 class AsyncLiveRunner:
@@ -189,6 +192,7 @@ class AsyncLiveRunner:
         self, engine: ReplayEngine, replayed: AsyncProcessRunner, recording: AsyncProcessRunner
     ) -> None:
         self._picks = process_picker(engine)
+        self._progress = engine.progress
         self._replayed = replayed
         self._recording = recording
 
@@ -203,8 +207,14 @@ class AsyncLiveRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Await ``argv`` for real when it is live, else answer it from the tape."""
-        runner = self._recording if self._picks(argv) else self._replayed
-        return await runner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
+        if not self._picks(argv):
+            return await self._replayed.run(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
+        with self._progress.live_call():
+            return await self._recording.run(
+                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+            )
 
 
 class _LiveMethods:
@@ -231,6 +241,7 @@ def live_methods(
     """``methods`` of ``live`` (the recording proxy of the real object) for the calls the
     selectors pick, of ``replayed`` (the stand-in) for the others."""
     selectors = engine.live
+    progress = engine.progress
 
     def picked() -> bool:
         return inside_live_call() or (
@@ -239,12 +250,18 @@ def live_methods(
 
     def choose(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            return getattr(live if picked() else replayed, method)(*args, **kwargs)
+            if not picked():
+                return getattr(replayed, method)(*args, **kwargs)
+            with progress.live_call():
+                return getattr(live, method)(*args, **kwargs)
 
         # An async method stays a coroutine function (frameworks ask), decided when the
         # coroutine runs: in the task's own context, where its worker is.
         async def acall(*args: Any, **kwargs: Any) -> Any:
-            return await getattr(live if picked() else replayed, method)(*args, **kwargs)
+            if not picked():
+                return await getattr(replayed, method)(*args, **kwargs)
+            with progress.live_call():
+                return await getattr(live, method)(*args, **kwargs)
 
         chosen = acall if inspect.iscoroutinefunction(getattr(live, method, None)) else call
         chosen.__name__ = method

@@ -156,9 +156,10 @@ def internal_thread(target: Callable[[], None], name: str) -> threading.Thread:
     """One of the patch's own threads, not started (not the application's: it takes no
     worker name). Daemon, because it serves a process the program may leave running past
     the interpreter's end; every one ends when its pipes close and is joined where it can
-    be. Its owner keeps it before starting it, so that the thread can drop its owner's
-    reference when it ends (however fast): a program may count the thread objects it can
-    still see, as CPython 3.10's test support does (``threading._dangling``)."""
+    be. Its owner keeps it before starting it, and keeps nothing of it once it has ended
+    (a weak reference, or one the thread drops itself, however fast it ends): a program may
+    count the thread objects it can still see, as CPython 3.10's test support does
+    (``threading._dangling``)."""
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread._sessiontape_internal = True  # type: ignore[attr-defined]
     return thread

@@ -17,6 +17,7 @@ import os
 import select
 import subprocess
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -45,9 +46,11 @@ _BLOCK: Final = 1 << 16
 #: processes that have exited to pass on their last bytes (a grandchild that kept the
 #: pipe open would hold them for ever).
 _DRAIN_SECONDS: Final = 2.0
-#: Real seconds at most that learning of a child's exit waits for its stdin relay to
-#: close the program's end (it is woken by the same exit: microseconds, as a rule).
-_SETTLE_SECONDS: Final = 1.0
+#: Real seconds at most that learning of a child's exit waits for its stdin relay to end.
+#: It is woken by the same exit and ends in microseconds on an idle machine (at most 0.2 s
+#: seen with both cores of two busy); the bound is for a relay stuck behind a lock the
+#: learning thread holds (a ``Popen`` the garbage collector finalises inside a write).
+_SETTLE_SECONDS: Final = 5.0
 
 #: What ``poll()`` reports on a pipe's write end once no process holds its read end.
 _READER_GONE: Final = select.POLLERR | select.POLLHUP | select.POLLNVAL
@@ -67,12 +70,15 @@ class _Tracked:
         self.piped: set[str] = set()
         self.open_relays = 0
         #: The stdout and stderr relays: they end at end-of-file once the process exits.
-        self.output_relays: list[threading.Thread] = []
+        #: Weak references, like :attr:`stdin_relay`'s.
+        self.output_relays: list[weakref.ref[threading.Thread]] = []
         self.returncode: int | None = None
         self.ended_ns: int | None = None
         self.polls = 0
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
+        #: For each timed-out communicate(): the bytes of stdout and stderr it had read.
+        self.read_at_timeouts: list[list[int]] = []
         self.signals: list[int] = []
         #: How many of ``signals`` came once every piped output had ended (end-of-file,
         #: or the program closed its end).
@@ -81,8 +87,11 @@ class _Tracked:
         self.outputs = 0
         self.outputs_ended = 0
         self.written = False
-        #: The stdin relay and the write end it feeds the child through, while open.
-        self.stdin_relay: threading.Thread | None = None
+        #: The stdin relay, and the write end it feeds the child through while open. The
+        #: thread is held weakly: it can be joined until it has ended, and nothing of it is
+        #: kept after (a program may count the thread objects it can still see, as CPython
+        #: 3.10's test support does, ``threading._dangling``).
+        self.stdin_relay: weakref.ref[threading.Thread] | None = None
         self.stdin_end = -1
         self._lock = threading.Lock()
         self._fds_lock = threading.Lock()
@@ -109,29 +118,22 @@ class _Tracked:
 
     def _settle_stdin(self) -> None:
         """The program learnt that the child exited: if no process holds the child's
-        stdin any more, wait for the relay to close the program's end, so the program
-        sees its stdin's reader gone from now on, as it would without the relay."""
-        thread = self.stdin_relay
+        stdin any more, wait for the relay to end, so the program sees its stdin's reader
+        gone from now on, and no relay thread left, as it would without the relay.
+
+        A relay that has closed its ends already is leaving: it is waited for too (its
+        thread is still running until it returns)."""
+        thread = None if self.stdin_relay is None else self.stdin_relay()
         if thread is None or thread is threading.current_thread():
             return
         with self._fds_lock:
-            if self.stdin_end < 0:
-                return
-            poller = select.poll()
-            poller.register(self.stdin_end, 0)
-            gone = any(events & _READER_GONE for _, events in poller.poll(0))
+            gone = self.stdin_end < 0
+            if not gone:
+                poller = select.poll()
+                poller.register(self.stdin_end, 0)
+                gone = any(events & _READER_GONE for _, events in poller.poll(0))
         if gone:
             thread.join(_SETTLE_SECONDS)
-
-    def relay_ended(self, stream: str) -> None:
-        """A relay's thread is done: its object is dropped (a program may count the
-        thread objects it can still see, as CPython 3.10's test support does)."""
-        me = threading.current_thread()
-        with self._lock:
-            if stream == "stdin":
-                self.stdin_relay = None
-            else:
-                self.output_relays = [t for t in self.output_relays if t is not me]
 
     def relay_done(self) -> None:
         with self._lock:
@@ -152,8 +154,8 @@ class _Tracked:
             ready = self.open_relays == 0
         if ready:
             self.write()
-        else:
-            self._settle_stdin()
+        # Even when every relay has counted itself out: a relay that has is still leaving.
+        self._settle_stdin()
 
     def write(self, *, unfinished: bool = False) -> None:
         """Write the entry (once)."""
@@ -171,6 +173,7 @@ class _Tracked:
             "unfinished": unfinished,
             "wait_timeouts": self.wait_timeouts,
             "signals_after_eof": self.signals_after_eof,
+            "read_at_timeouts": self.read_at_timeouts or None,
         }
         streams: dict[str, bytes | None] = {
             name: ChunkLog.joined(chunks, name) if name in self.piped else None
@@ -231,7 +234,6 @@ def _relay(tracked: _Tracked, src: int, dst: int, stream: str) -> None:
     finally:
         tracked.close_relay(stream, src, dst)
         tracked.relay_done()
-        tracked.relay_ended(stream)
 
 
 class _Recording:
@@ -321,9 +323,9 @@ class _Recording:
                 )
                 threads.append(thread)
                 if name == "stdin":
-                    tracked.stdin_relay = thread
+                    tracked.stdin_relay = weakref.ref(thread)
                 else:
-                    tracked.output_relays.append(thread)
+                    tracked.output_relays.append(weakref.ref(thread))
             for thread in threads:
                 thread.start()
 
@@ -341,8 +343,10 @@ class _Recording:
         deadline = REAL.monotonic() + _DRAIN_SECONDS
         for tracked in sorted(live, key=lambda t: t.opened[0]):
             if tracked.ended_ns is not None:
-                for thread in list(tracked.output_relays):
-                    thread.join(max(0.0, deadline - REAL.monotonic()))
+                for relay in tracked.output_relays:
+                    thread = relay()
+                    if thread is not None:
+                        thread.join(max(0.0, deadline - REAL.monotonic()))
             tracked.write(unfinished=tracked.ended_ns is None)
 
 
@@ -382,9 +386,11 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
         tracked.call["timeout"] = orig_timeout
     try:
         return ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         if tracked is not None:
             tracked.timeouts += 1
+            # What the program had read when it gave up: replay gives it back as much.
+            tracked.read_at_timeouts.append([len(exc.output or b""), len(exc.stderr or b"")])
         raise
 
 

@@ -302,8 +302,9 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
     fake.deadline = guard_deadline()
     try:
         result = ORIGINALS["_communicate"](self, input, endtime, orig_timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         if fake.timing_out:
+            _read_as_recorded(exc, fake)
             _timed_out(fake)
         raise
     finally:
@@ -311,6 +312,25 @@ def _communicate(self: Any, input: Any, endtime: Any, orig_timeout: Any) -> Any:
         fake.deadline = None
     _raise_pending(fake)
     return result
+
+
+def _read_as_recorded(exc: subprocess.TimeoutExpired, fake: Fake) -> None:
+    """The output a timed-out ``communicate()`` carries is what it had read when recorded.
+
+    Replay times a ``communicate(timeout=...)`` out once the output delivered so far is
+    read; when recording, some of it may have come only after the timeout (a process
+    slow to print). The bytes read beyond the recorded count stay read (the next
+    ``communicate()`` returns them, as when recording); the exception carries only the
+    recorded count, ``None`` for none, as Python gives it.
+    """
+    entry = fake.entry
+    reads = entry.read_at_timeouts
+    index = entry.timeouts - fake.timeouts_left
+    if reads is None or not 0 <= index < len(reads):
+        return  # a tape from before the counts were recorded: as read here
+    stdout, stderr = reads[index]
+    exc.output = (exc.output or b"")[:stdout] or None
+    exc.stderr = (exc.stderr or b"")[:stderr] or None
 
 
 def _timed_out(fake: Fake) -> None:
