@@ -85,6 +85,7 @@ from ._payload import (
 from ._recording import Recording, SeqGaps
 from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
+from ._validity import ERROR, WARNING, Finding, errors_of, seq_ranges, structure_findings
 from ._writer import (
     CassetteWriter,
     beside,
@@ -100,6 +101,7 @@ __all__ = [
     "BOUNDARY_STORE",
     "DEFAULT_MAX_INLINE_BYTES",
     "ENV_DELTA_SINCE",
+    "ERROR",
     "FORMAT_VERSION",
     "LAZY_KINDS",
     "MAX_DEPTH",
@@ -108,6 +110,7 @@ __all__ = [
     "PRESET_BOUNDARIES",
     "SIDECAR_SUFFIX",
     "VIEW_KINDS",
+    "WARNING",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -119,6 +122,7 @@ __all__ = [
     "Error",
     "ErrorInfo",
     "ExactBytes",
+    "Finding",
     "LazyAgentTurn",
     "LazyCall",
     "LazyEntry",
@@ -156,6 +160,7 @@ __all__ = [
     "eager",
     "encode_entry",
     "env_form",
+    "errors_of",
     "exact_bytes",
     "exact_form",
     "exact_request",
@@ -171,10 +176,12 @@ __all__ = [
     "replace_cassette",
     "request_of",
     "result_json",
+    "seq_ranges",
     "set_aside_tail",
     "sidecar_dir",
     "stored",
     "stored_result",
+    "structure_findings",
     "write_new_cassette",
     "write_private_file",
 ]
