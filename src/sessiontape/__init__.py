@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     )
     from .report import (
         Change,
+        ChangeCategory,
         ChaosResult,
         FieldDiff,
         Mismatch,
@@ -115,6 +116,7 @@ _EXPORTS: dict[str, str] = {
     "Call": ".cassette",
     "CassetteError": "._errors",
     "Change": ".report",
+    "ChangeCategory": ".report",
     "ChaosResult": ".report",
     "Chunk": ".cassette",
     "Clock": "._clock",
@@ -183,6 +185,7 @@ __all__ = [
     "Call",
     "CassetteError",
     "Change",
+    "ChangeCategory",
     "ChaosResult",
     "Chunk",
     "Clock",

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._context import worker_var
-from ..cassette import BOUNDARY_PROCESS, CallEntry, Recording, boundary_of, request_of
+from ..cassette import CallEntry, Recording, boundary_of, request_of
 from ..report import Candidate, MismatchKind, describe, nearest_candidate
 from ._index import TapeIndex
-from ._match import Matcher, Noise, compare
+from ._match import Matcher, Noise, compare, same_call
 from ._outcome import Outcome
 
 __all__ = ["Aligner", "Normalize"]
@@ -37,6 +37,7 @@ class Aligner:
         noise: Noise,
         matcher: Matcher | None,
         lookahead: int,
+        skipped: Callable[[CallEntry], None] | None = None,
     ) -> None:
         self._recording = recording
         self._index = index
@@ -45,6 +46,8 @@ class Aligner:
         self.noise = noise
         self._matcher = matcher
         self.lookahead = lookahead
+        #: Told of each recorded call skipped (a verify call's turn is then over).
+        self._skipped = skipped
 
     def _compare(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> Any:
         return compare(boundary, request_of(entry), actual, noise=self.noise, matcher=self._matcher)
@@ -58,15 +61,6 @@ class Aligner:
             if boundary_of(e) == boundary and e.seq not in hidden
         )
         return nearest_candidate(dict(actual), candidates)
-
-    @staticmethod
-    def _same_call(boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> bool:
-        """Whether a request is the recorded call with other arguments (rather than an
-        extra call): same program and subcommand, or same method."""
-        expected = request_of(entry)
-        if boundary == BOUNDARY_PROCESS:
-            return bool(expected["argv"][:2] == list(actual["argv"][:2]))
-        return bool(expected["method"] == actual["method"])
 
     def take(
         self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
@@ -109,6 +103,8 @@ class Aligner:
             if not self._compare(boundary, later, actual)[0]:
                 for _ in range(offset):
                     skipped = queue.popleft()
+                    if self._skipped is not None:
+                        self._skipped(skipped)
                     outcome.mismatch(
                         MismatchKind.UNCONSUMED,
                         seq=skipped.seq,
@@ -121,7 +117,7 @@ class Aligner:
                     )
                 outcome.position[worker] = later.seq
                 return queue.popleft()
-        if self._same_call(boundary, head, actual):
+        if same_call(boundary, request_of(head), actual):
             queue.popleft()
             outcome.mismatch(
                 MismatchKind.ARGUMENT_MISMATCH,

@@ -26,6 +26,7 @@ from ..report import (
     compute_ok,
     describe,
     diff_values_counted,
+    live_advice,
     suggest_next_step,
 )
 from ..scrub import Scrubber, qualname
@@ -67,6 +68,11 @@ class Outcome:
         self.report: ReplayReport | None = None
         #: In update mode: the mismatches the update answers, which strict mode lets by.
         self.answered: Callable[[MismatchKind, str], bool] | None = None
+        #: The boundaries that run for real (verify boundaries): a call they lack is run
+        #: and taken by an update, never re-recorded live.
+        self.verify: set[str] = set()
+        #: The selectors of the live re-record this replay is (empty: none).
+        self.live: tuple[str, ...] = ()
 
     @property
     def started(self) -> bool:
@@ -313,6 +319,11 @@ class Outcome:
         if kept is not None:
             mismatches = kept
             extra = sum(1 for m in kept if m.kind in _EXTRA_KINDS)
+        with self._lock:
+            detected = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[1])]
+        mismatches, selector = live_advice(
+            mismatches, self.recording, self.verify, self.live, detected
+        )
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
         rec = self.recording
         report = ReplayReport(
@@ -332,4 +343,5 @@ class Outcome:
             warnings=list(self._warnings),
         )
         report.context = self._context_for(report.first)
+        report.live_selector = selector
         return report
