@@ -9,12 +9,15 @@ new file from the old one's bytes, in three steps:
    time, a live call that took a recorded call's place with the same request keeps that
    call's time and duration (only the world's answer changed), and only the calls made
    anew (added, or re-recorded with another request) are placed: each starts where its
-   worker is on the axis (the end of the worker's call before it in the new tape, plus
-   the real pause between two calls made for real; a call made inside another at its
-   real offset in it) and lasts its real duration. When such a call does not fit before
-   its worker's next call, everything from that call on moves later by what it lacks
-   (the session grew by that much), so no two calls of a worker overlap, time still runs
-   in seq order, and ``stats`` never counts a worker busier than the session was long.
+   worker is on the axis (in a recorded call's place, where that call started; an added
+   call at the end of its worker's call before it, plus the real pause between two calls
+   made for real; a call made inside another at its real offset in it; never before the
+   end of its worker's call before it) and lasts its real duration. When such a call
+   does not fit before its worker's next call, that worker's calls from there on move
+   later by what it lacks (its work took that much longer; the other workers' lines stay
+   as they were), and the session's end moves after the last call: no two calls of a
+   worker overlap, time runs forwards on every lane, and ``stats`` never counts a worker
+   busier than the session was long.
 3. **Seqs.** Seqs stay as they were up to the first call added or dropped; from there on
    they are renumbered gapless, in the order the calls were made (the recorded seqs, each
    added call after its worker's call before it), and every parent link follows.
@@ -181,17 +184,18 @@ class NewTape:
 
     def _place(self, lines: list[_Line]) -> None:
         """Give each call made anew its start on the time axis, and move what follows a
-        call that does not fit (see the module's docstring)."""
+        call that does not fit in its worker's lane (see the module's docstring)."""
         recording = self._recording
         header = recording.header
         timed, real_start = self._timed, self._real_start
-        shift = 0
+        shift: dict[str, int] = {}  # per worker: how much later its recorded calls now come
         lane_end: dict[str, int] = {}  # per worker: where its last call ended (wall)
         offset: dict[str, int] = {}  # per worker: mono - wall of its last entry
         pushed: dict[str, tuple[int, int]] = {}  # per worker: end (wall, mono) of its
         # last call placed anew, until a later call of the worker is placed after it
         real_end: dict[str, int] = {}  # per worker: when its last call placed anew ended
         placed: dict[int, tuple[int, int]] = {}  # live calls: start on the axis, real start
+        latest = (0, 0)  # the end (wall, mono) of the latest call of any worker
         for item in lines:
             if item.seq is None:
                 continue
@@ -202,17 +206,17 @@ class NewTape:
             duration = int(getattr(entry, "duration_ns", 0) or 0)
             real = real_start.get(item.seq)
             parent = placed.get(entry.parent) if entry.parent is not None else None
+            moved = shift.get(worker, 0)
             if item.seq in timed:
+                old = recording.by_seq(item.seq) if item.seq >= 0 else None
                 if parent is not None and real is not None:
                     start = parent[0] + max(0, real - parent[1])
+                elif old is not None:  # in a recorded call's place: there, or after
+                    start = max(lane_end.get(worker, 0), old.ts_ns + moved)
                 else:
-                    start = lane_end.get(worker, entry.ts_ns + shift)
+                    start = lane_end.get(worker, entry.ts_ns)
                     if worker in real_end and real is not None:
                         start += max(0, real - real_end[worker])
-                    if item.seq >= 0:  # in a recorded call's place: not before it
-                        old = recording.by_seq(item.seq)
-                        if old is not None:
-                            start = max(start, old.ts_ns + shift)
                 mono = start + offset.get(worker, header.mono_ns - header.ts_ns)
                 item.fields.update(ts_ns=start, mono_ns=mono)
                 ends = pushed.get(worker, (0, 0))
@@ -220,31 +224,31 @@ class NewTape:
                 if real is not None:
                     real_end[worker] = real + duration
             else:
-                start, mono = entry.ts_ns + shift, entry.mono_ns + shift
+                start, mono = entry.ts_ns + moved, entry.mono_ns + moved
                 if isinstance(entry, SessionEnd):
-                    # The session ends after every call: the latest end of any worker.
-                    need = max((max(w - start, m - mono) for w, m in pushed.values()), default=0)
+                    # The session ends after every call of every worker.
+                    need = max(latest[0] - start, latest[1] - mono, 0)
                 elif parent is None and worker in pushed:
                     # The worker's call placed anew ends after this one starts: this one,
-                    # and everything after it, moves later.
+                    # and the worker's calls after it, move later.
                     ends = pushed[worker]
-                    need = max(ends[0] - start, ends[1] - mono)
+                    need = max(ends[0] - start, ends[1] - mono, 0)
                 else:
                     need = 0
-                if need > 0:
-                    shift += need
-                    start, mono = start + need, mono + need
+                start, mono = start + need, mono + need
+                shift[worker] = moved + need
                 if parent is None:
                     pushed.pop(worker, None)
                     real_end.pop(worker, None)
-                moved = start - entry.ts_ns
-                if moved:
+                if start != entry.ts_ns:
                     item.fields.update(ts_ns=start, mono_ns=mono)
                     if isinstance(entry, SessionEnd):
-                        item.fields["duration_ns"] = entry.duration_ns + moved
+                        item.fields["duration_ns"] = entry.duration_ns + start - entry.ts_ns
             end = start + duration
             lane_end[worker] = max(lane_end.get(worker, end), end)
-            offset[worker] = item.fields.get("mono_ns", entry.mono_ns) - start
+            mono = item.fields.get("mono_ns", entry.mono_ns)
+            offset[worker] = mono - start
+            latest = (max(latest[0], end), max(latest[1], mono + duration))
             if real is not None:
                 placed[item.seq] = (start, real)
 

@@ -438,7 +438,8 @@ def _pair(
 ) -> list[tuple[CallEntry, Added]]:
     """The recorded calls and live calls (each in the order they were made) that stand
     for each other: runs of identical requests first (``difflib``), then, between them,
-    each recorded call with the first live call after the last pair that asks the same
+    as many on each side pair in order when they run the same program; otherwise each
+    recorded call with the first live call after the last pair that asks the same
     (noise aside), else with the first that is the same call with other arguments."""
     matcher = difflib.SequenceMatcher(
         None, [_key(r) for r in recs], [_key(a.entry) for a in adds], autojunk=False
@@ -447,6 +448,14 @@ def _pair(
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             pairs += [(recs[i1 + k], adds[j1 + k]) for k in range(i2 - i1)]
+        elif tag == "replace" and i2 - i1 == j2 - j1:
+            # As many calls on each side between two runs of the same: each stands for
+            # the one in its place when it runs the same program (or method).
+            pairs += [
+                (recs[i1 + k], adds[j1 + k])
+                for k in range(i2 - i1)
+                if _program(recs[i1 + k]) == _program(adds[j1 + k].entry)
+            ]
         elif tag == "replace":
             cursor = j1
             for rec in recs[i1:i2]:
@@ -457,6 +466,13 @@ def _pair(
                     pairs.append((rec, adds[found]))
                     cursor = found + 1
     return pairs
+
+
+def _program(entry: CallEntry) -> str:
+    """The program a process call runs, or the method another call calls."""
+    if isinstance(entry, ProcessCall):
+        return entry.argv[0] if entry.argv else ""
+    return str(request_of(entry)["method"])
 
 
 def _first(

@@ -7,6 +7,7 @@ from typing import Final
 
 import msgspec
 
+from .._context import DEFAULT_WORKER
 from ..cassette import BOUNDARY_STORE, Recording, boundary_of
 from ._model import FieldDiff, Mismatch, MismatchKind, mask_path
 
@@ -134,13 +135,13 @@ def live_selector(
     workers that made them.
 
     ``spans`` holds, per boundary and worker, the first and last seq of its recorded
-    calls. A worker whose calls of a boundary all came before the first of the diverged
-    workers' set up their world (the repository a session's main thread creates before
-    its workers start): it is re-recorded with them, since a call run for real finds
-    nothing that a call served from the tape made. A boundary alone is named when every
-    worker that uses it is in; else one ``BOUNDARY@WORKER`` per worker. ``already`` is the
-    selectors of the live re-record that ran, if any: kept, and counted as covering what
-    they pick.
+    calls. The session's own thread (the default worker, ``main``), when its calls of a
+    boundary all came before the diverged workers' first, set up their world (the
+    repository it creates before its workers start): it is re-recorded with them, since a
+    call run for real finds nothing that a call served from the tape made. A boundary
+    alone is named when every worker that uses it is in; else one ``BOUNDARY@WORKER`` per
+    worker. ``already`` is the selectors of the live re-record that ran, if any: kept, and
+    counted as covering what they pick.
     """
     wanted: dict[str, set[str]] = {}
     for boundary, worker in diverged:
@@ -153,8 +154,9 @@ def live_selector(
     for boundary, workers in wanted.items():
         users = spans.get(boundary, {})
         first = min((users[w][0] for w in workers if w in users), default=None)
-        if first is not None:
-            workers |= {w for w, (_, last) in users.items() if last < first}
+        setup = users.get(DEFAULT_WORKER)
+        if first is not None and setup is not None and setup[1] < first:
+            workers.add(DEFAULT_WORKER)
         covered = workers | {s.split("@", 1)[1] for s in already if s.startswith(f"{boundary}@")}
         if covered >= set(users):
             parts = [s for s in parts if not s.startswith(f"{boundary}@")] + [boundary]
