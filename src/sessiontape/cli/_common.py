@@ -338,7 +338,10 @@ def write_entries(path: str, entries: Iterable[Entry]) -> None:
     try:
         write_new_cassette(path, (encode_entry(entry) for entry in entries))
     except OSError as exc:
-        raise CommandError(f"cannot write {path}: {exc.strerror or exc}.") from None
+        raise CommandError(
+            f"cannot write {path}: {exc.strerror or exc}. Check that the directory exists "
+            "and is writable."
+        ) from None
 
 
 class Progress:
