@@ -68,10 +68,9 @@ class Outcome:
         self.report: ReplayReport | None = None
         #: In update mode: the mismatches the update answers, which strict mode lets by.
         self.answered: Callable[[MismatchKind, str], bool] | None = None
-        #: The boundaries that run for real (verify boundaries): a call they lack is run
-        #: and taken by an update, never re-recorded live.
+        #: The verify boundaries (their calls run for real) and the selectors of the live
+        #: re-record this replay is, if any: what the next steps' selector leaves out.
         self.verify: set[str] = set()
-        #: The selectors of the live re-record this replay is (empty: none).
         self.live: tuple[str, ...] = ()
 
     @property
@@ -312,20 +311,17 @@ class Outcome:
     def build_report(self, kept: list[Mismatch] | None = None) -> ReplayReport:
         """The report of everything found so far (of the ``kept`` mismatches only, when
         given: an update leaves out the ones it answered)."""
+        rec = self.recording
         with self._lock:
             mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
+            detected = [m for _, _, m in self._mismatches]  # in the order they were found
             consumed = len(self.served)
             extra = self._extra
         if kept is not None:
             mismatches = kept
             extra = sum(1 for m in kept if m.kind in _EXTRA_KINDS)
-        with self._lock:
-            detected = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[1])]
-        mismatches, selector = live_advice(
-            mismatches, self.recording, self.verify, self.live, detected
-        )
+        mismatches, selector = live_advice(mismatches, rec, self.verify, self.live, detected)
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
-        rec = self.recording
         report = ReplayReport(
             cassette=rec.path,
             run_id=rec.header.run_id,
@@ -341,7 +337,7 @@ class Outcome:
             crashed=rec.crashed,
             workers=rec.worker_ids(),
             warnings=list(self._warnings),
+            live_selector=selector,
         )
         report.context = self._context_for(report.first)
-        report.live_selector = selector
         return report
