@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,59 @@ def _no_tape_left_open() -> Iterator[None]:
         threading.Thread.start = _context._REAL_START  # type: ignore[method-assign]
         ThreadPoolExecutor.submit = _context._REAL_SUBMIT  # type: ignore[method-assign,assignment]
         pytest.fail(f"the test left {left} tape(s) open: close every tape it creates")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "writes_invalid_tapes: the test writes cassettes that `sessiontape validate` rejects "
+        "on purpose (damaged, unredacted, cut): they are not validated at its teardown.",
+    )
+
+
+def _written_tapes(request: pytest.FixtureRequest) -> list[Path]:
+    """The cassettes under the test's own directories (``tmp_path``, ``pytester``)."""
+    roots: list[Path] = []
+    funcargs = getattr(request.node, "funcargs", {})
+    if "tmp_path" in funcargs:
+        roots.append(funcargs["tmp_path"])
+    if "pytester" in funcargs:
+        roots.append(funcargs["pytester"].path)
+    from sessiontape.cassette import is_cassette
+
+    found: set[Path] = set()
+    for root in roots:
+        if root.is_dir():
+            found.update(p for p in root.rglob("*.jsonl") if is_cassette(p))
+    return sorted(found)
+
+
+@pytest.fixture(autouse=True)
+def _every_tape_written_is_valid(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every cassette a test leaves in its directories passes `sessiontape validate`
+    (checked when the test is torn down, after the fixtures that finish tapes): whatever
+    wrote it, recording, update, live, shrink, chaos save, slice or scrub. A test that
+    writes broken tapes on purpose is marked ``writes_invalid_tapes``."""
+    yield
+    if request.node.get_closest_marker("writes_invalid_tapes") is not None:
+        return
+    from sessiontape import SessiontapeError
+    from sessiontape.cassette import ERROR, load
+    from sessiontape.cli._validate import check
+
+    problems: list[str] = []
+    for path in _written_tapes(request):
+        try:
+            findings = check(load(path))
+        except SessiontapeError as exc:
+            problems.append(f"{path}: cannot be read: {exc}")
+            continue
+        problems += [
+            f"{path}: seq {f.seq}: {f.message}" if f.seq is not None else f"{path}: {f.message}"
+            for f in findings
+            if f.severity == ERROR
+        ]
+    if problems:
+        pytest.fail(
+            "the test wrote tapes that `sessiontape validate` rejects:\n" + "\n".join(problems)
+        )

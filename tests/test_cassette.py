@@ -102,6 +102,7 @@ def _write_cassette(path: Path, entries: list[sessiontape.Entry]) -> None:
     path.write_bytes(b"".join(encode_entry(e) for e in entries))
 
 
+@pytest.mark.writes_invalid_tapes
 def test_loaded_recording_exposes_header_entries_and_indexes(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     _write_cassette(path, EVERY_KIND)
@@ -119,6 +120,7 @@ def test_loaded_recording_exposes_header_entries_and_indexes(tmp_path: Path) -> 
     assert rec.entries_for("process", "nobody") == []
 
 
+@pytest.mark.writes_invalid_tapes
 def test_entries_written_out_of_seq_order_are_ordered_on_load(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     # An outer call's line follows its children's lines: seq 2 is written after 3.
@@ -126,6 +128,7 @@ def test_entries_written_out_of_seq_order_are_ordered_on_load(tmp_path: Path) ->
     assert [e.seq for e in sessiontape.load(path).entries] == [0, 1, 2, 3]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_duplicate_seq_is_a_cassette_error(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     _write_cassette(path, [EVERY_KIND[0], EVERY_KIND[2], EVERY_KIND[3], EVERY_KIND[2]])
@@ -133,6 +136,7 @@ def test_duplicate_seq_is_a_cassette_error(tmp_path: Path) -> None:
         sessiontape.load(path)
 
 
+@pytest.mark.writes_invalid_tapes
 def test_torn_last_line_loads_the_valid_prefix_as_crashed(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     data = b"".join(encode_entry(e) for e in EVERY_KIND[:6])
@@ -144,6 +148,7 @@ def test_torn_last_line_loads_the_valid_prefix_as_crashed(tmp_path: Path) -> Non
     assert rec.entries == EVERY_KIND[:6]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_session_without_end_is_crashed_not_an_error(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     _write_cassette(path, EVERY_KIND[:5])
@@ -161,6 +166,7 @@ def test_session_without_end_is_crashed_not_an_error(tmp_path: Path) -> None:
         (b'{"kind": "teleport", "seq": 3, "ts_ns": 0, "mono_ns": 0}\n', "not a valid"),
     ],
 )
+@pytest.mark.writes_invalid_tapes
 def test_corrupt_line_names_file_and_line(tmp_path: Path, bad: bytes, message: str) -> None:
     path = tmp_path / "c.jsonl"
     good = b"".join(encode_entry(e) for e in EVERY_KIND[:3])
@@ -172,6 +178,7 @@ def test_corrupt_line_names_file_and_line(tmp_path: Path, bad: bytes, message: s
     assert str(info.value).startswith(f"{path}:4: ")
 
 
+@pytest.mark.writes_invalid_tapes
 def test_corrupt_last_line_with_newline_is_not_mistaken_for_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     good = b"".join(encode_entry(e) for e in EVERY_KIND[:3])
@@ -181,6 +188,7 @@ def test_corrupt_last_line_with_newline_is_not_mistaken_for_a_crash(tmp_path: Pa
     assert info.value.line == 4
 
 
+@pytest.mark.writes_invalid_tapes
 def test_unknown_format_version_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     header = json.loads(encode_entry(EVERY_KIND[0]))

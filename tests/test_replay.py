@@ -333,6 +333,7 @@ def test_changed_store_result_is_a_store_mismatch(single: Path) -> None:
     assert [(d.path, d.expected, d.actual) for d in first.diffs] == [("result.id", "t7", "t2")]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_deleted_entry_is_caught_at_its_place(single: Path) -> None:
     calls = sessiontape.load(single).entries_for("process")
     deleted, successor = calls[1], calls[2]

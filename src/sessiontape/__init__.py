@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     )
     from .report import (
         Change,
+        ChangeCategory,
         ChaosResult,
         FieldDiff,
         Mismatch,
@@ -116,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "Call": ".cassette",
     "CassetteError": "._errors",
     "Change": ".report",
+    "ChangeCategory": ".report",
     "ChaosResult": ".report",
     "Chunk": ".cassette",
     "Clock": "._clock",
@@ -185,6 +187,7 @@ __all__ = [
     "Call",
     "CassetteError",
     "Change",
+    "ChangeCategory",
     "ChaosResult",
     "Chunk",
     "Clock",

@@ -44,6 +44,7 @@ def nul_line(cassette: Path) -> Path:
     return cassette
 
 
+@pytest.mark.writes_invalid_tapes
 def test_load_names_the_line(nul_line: Path) -> None:
     with pytest.raises(CassetteError) as caught:
         sessiontape.load(nul_line)
@@ -51,6 +52,7 @@ def test_load_names_the_line(nul_line: Path) -> None:
     assert f"{nul_line}:11: not valid JSON" in str(caught.value)
 
 
+@pytest.mark.writes_invalid_tapes
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_names_the_damaged_line(
     cli: Cli, nul_line: Path, tmp_path: Path, command: str

@@ -96,6 +96,7 @@ def deny_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
     return deny
 
 
+@pytest.mark.writes_invalid_tapes
 @pytest.mark.parametrize("bad", sorted(BAD_INPUTS))
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_bad_input_is_one_line_and_exit_code_2(
@@ -117,6 +118,7 @@ def test_a_bad_input_is_one_line_and_exit_code_2(
         assert result.out == ""
 
 
+@pytest.mark.writes_invalid_tapes
 @pytest.mark.parametrize("bad", ["binary", "missing", "unreadable"])
 def test_list_names_a_bad_file_in_one_line(
     cli: Cli, tmp_path: Path, deny_reads: Callable[[Path], None], bad: str

@@ -84,6 +84,7 @@ def test_an_empty_folder(cli: Cli, tmp_path: Path) -> None:
     assert result.err == f"no cassettes in {tmp_path}.\n"
 
 
+@pytest.mark.writes_invalid_tapes
 def test_a_broken_cassette_is_named_and_the_others_still_listed(cli: Cli, folder: Path) -> None:
     broken = folder / "c.jsonl"
     lines = (folder / "b.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)

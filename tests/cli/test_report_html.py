@@ -299,6 +299,7 @@ def test_a_crashed_tape_says_so(cli: Cli, record_session: Recorder, tmp_path: Pa
     assert row(packed, 8) == {**row(packed, 8), "kind": "error", "status": "error"}
 
 
+@pytest.mark.writes_invalid_tapes
 def test_stored_bytes_that_are_not_text_are_shown_not_fatal(cli: Cli, tmp_path: Path) -> None:
     # The report keeps outputs as the JSON the tape holds, undecoded: a damaged output
     # (bytes that are not UTF-8, which load() refuses) is shown, marked, not a crash.

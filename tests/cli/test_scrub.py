@@ -27,6 +27,7 @@ def leaky(record_session: Recorder, edit: Editor) -> Path:
     return path
 
 
+@pytest.mark.writes_invalid_tapes
 def test_scrub_to_a_new_file(cli: Cli, leaky: Path, tmp_path: Path) -> None:
     before = leaky.read_bytes()
     out = tmp_path / "clean.jsonl"

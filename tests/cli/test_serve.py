@@ -248,6 +248,7 @@ def test_what_the_server_refuses(
     assert body["error"].endswith(".")
 
 
+@pytest.mark.writes_invalid_tapes
 def test_a_cassette_broken_since_the_start_is_a_json_error(
     serve: Callable[..., Running], folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -140,6 +140,7 @@ def test_show_missing_file_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.writes_invalid_tapes
 def test_show_corrupt_line_names_the_line(cli: Cli, cassette: Path) -> None:
     lines = cassette.read_text().splitlines(keepends=True)
     lines[3] = "{not json\n"

@@ -27,6 +27,7 @@ def test_a_clean_tape_is_valid(cli: Cli, cassette: Path) -> None:
     assert result.lines == [f"{cassette}: valid (15 entries)"]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_secrets_left_in_a_tape_are_errors(
     cli: Cli, record_session: Recorder, edit: Editor
 ) -> None:
@@ -50,6 +51,7 @@ def test_secrets_left_in_a_tape_are_errors(
     assert quiet.lines == [f"{path}: valid (15 entries)"]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_missing_seqs_in_a_finished_session_are_errors(
     cli: Cli, cassette: Path, edit: Editor
 ) -> None:
@@ -80,6 +82,7 @@ def test_a_crashed_session_gives_warnings_only(
     ]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_bad_parent_links_are_errors(cli: Cli, cassette: Path, edit: Editor) -> None:
     edit.set(cassette, 5, parent=6)
     edit.set(cassette, 12, parent=1)
@@ -144,6 +147,7 @@ def test_unreadable_files_exit_2_and_the_others_are_still_checked(
     assert result.lines == [f"{cassette}: valid (15 entries)"]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_an_unknown_format_version_is_unreadable(cli: Cli, cassette: Path, edit: Editor) -> None:
     edit.set(cassette, 0, format_version=99)
     result = cli("validate", cassette)
@@ -197,6 +201,7 @@ def _refuse_put(self: object, raw: bytes) -> tuple[str, bool]:
     raise PermissionError(13, "Permission denied")
 
 
+@pytest.mark.writes_invalid_tapes
 def test_sidecar_payloads_are_valid_and_a_missing_one_is_an_error(
     cli: Cli, record_session: Recorder
 ) -> None:
@@ -214,6 +219,7 @@ def test_sidecar_payloads_are_valid_and_a_missing_one_is_an_error(
     assert result.lines[-1].startswith(f"{full}: invalid (")
 
 
+@pytest.mark.writes_invalid_tapes
 def test_json_gives_one_verdict_per_cassette(
     cli: Cli, cassette: Path, record_session: Recorder, edit: Editor, tmp_path: Path
 ) -> None:
@@ -263,6 +269,7 @@ def test_json_gives_one_verdict_per_cassette(
     ]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_json_exit_codes(cli: Cli, cassette: Path, record_session: Recorder, edit: Editor) -> None:
     assert cli("validate", cassette, "--json").code == 0
     broken = record_session("broken.jsonl")

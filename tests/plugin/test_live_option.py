@@ -32,12 +32,20 @@ def test_live_process_writes_a_rerecorded_tape_beside(
     result.stdout.fnmatch_lines(
         [
             "*= sessiontape update =*",
-            "2 tape(s) rewritten, 0 not written; 10 change(s)",
-            "tape updated: 1 field(s) of outcomes rewritten, 2 call(s) added, 2 call(s) "
-            "dropped; wrote corpus/a.rerecorded.jsonl",
-            "  corpus/a.jsonl seq 1 (w1, process) dropped: *'hello'*",
+            "2 tape(s) rewritten, 0 not written; 6 change(s)",
+            "tape updated: 1 field(s) of answers rewritten, 1 field(s) of outcomes rewritten, "
+            "1 field(s) of requests rewritten; wrote corpus/a.rerecorded.jsonl",
+            "  corpus/a.jsonl seq 1 (w1, process) request rewritten: argv[1]: 'hello' -> 'bonjour'",
+            "  corpus/a.jsonl seq 1 (w1, process) re-recorded live: stdout: 'hello\\n' -> "
+            "'bonjour\\n'",
         ]
     )
+    # The call whose answer did not change (echo done) is kept as recorded: its line too.
+    old = (corpus.path / "corpus/a.jsonl").read_bytes().splitlines()
+    new_lines = (corpus.path / "corpus/a.rerecorded.jsonl").read_bytes().splitlines()
+    assert [line for line in new_lines if b'"done"' in line and b'"process"' in line] == [
+        line for line in old if b'"done"' in line and b'"process"' in line
+    ]
     assert (corpus.path / "corpus/a.jsonl").read_bytes() == before
     new = sessiontape.load(corpus.path / "corpus/a.rerecorded.jsonl")
     assert [c.argv for c in new.calls] == [["echo", "bonjour"], ["echo", "done"]]  # type: ignore[union-attr]

@@ -2,7 +2,8 @@
 
 - ``fetch``: a new process call in each worker's path, ``git fetch`` before merging;
 - ``reword``: a changed agent request, the edit step's ``title`` reworded;
-- ``store``: an added store mutation, ``record_attempt(task, 0)`` before completing.
+- ``store``: an added store mutation, ``record_attempt(task, 0)`` before completing;
+- ``rename``: a renamed store mutation, ``mark_in_progress`` called ``start_work`` today.
 
 Each may be guarded by :func:`sessiontape.patched` (old tapes keep the old path) or not
 (the change every run makes). :func:`changed_gardener` installs the gardener subclass into
@@ -17,12 +18,13 @@ from typing import Any, Final
 import pytest
 
 import sessiontape
-from sessiontape.examples.gardener import Gardener, _orchestrator, _session
+from sessiontape.examples.gardener import BacklogStore, Gardener, _orchestrator, _session
 
 FETCH: Final = "fetch-before-merge"
 REWORD: Final = "reworded-edit-title"
 STORE: Final = "attempt-reset-on-complete"
-ALL: Final = (FETCH, REWORD, STORE)
+RENAME: Final = "mark-in-progress-renamed"
+ALL: Final = (FETCH, REWORD, STORE, RENAME)
 
 
 class _Rewording:
@@ -38,21 +40,42 @@ class _Rewording:
         return self._inner.execute(request)
 
 
+class _Renamed:
+    """The backlog as today's code calls it: ``mark_in_progress`` is ``start_work``."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def mark_in_progress(self, *args: Any, **kwargs: Any) -> Any:
+        return self._store.start_work(*args, **kwargs)
+
+
 def changed_gardener(
     monkeypatch: pytest.MonkeyPatch, changes: tuple[str, ...], *, guarded: bool
 ) -> list[str]:
     """Make ``run_session`` build a gardener with ``changes``; return the list each
     ``git fetch`` the changed code made is noted in (by worker)."""
     fetched: list[str] = []
+    if RENAME in changes:
+        monkeypatch.setattr(
+            BacklogStore, "start_work", BacklogStore.mark_in_progress, raising=False
+        )
+        renamed = tuple("start_work" if m == "mark_in_progress" else m for m in _session.MUTATIONS)
+        monkeypatch.setattr(_session, "MUTATIONS", renamed)
 
     def on(change: str) -> bool:
         return change in changes and (not guarded or sessiontape.patched(change))
 
     class Changed(Gardener):
-        def __init__(self, *, agent: Any, **kwargs: Any) -> None:
+        def __init__(self, *, agent: Any, store: Any, **kwargs: Any) -> None:
             if REWORD in changes:
                 agent = _Rewording(agent, guarded)
-            super().__init__(agent=agent, **kwargs)
+            if RENAME in changes:
+                store = _Renamed(store)
+            super().__init__(agent=agent, store=store, **kwargs)
 
         def _merge(self, name: str, task_id: str, worktree: Path) -> str:
             if on(FETCH):

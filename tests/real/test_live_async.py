@@ -69,7 +69,8 @@ def test_a_live_async_agent_runs_for_its_worker_only(tmp_path: Path, spawns: Spa
     assert [r["q"] for r in today.asked] == ["worker-2 a"]  # only worker-2's turn ran
     assert out[0] == recorded[0]
     assert out[1] == (recorded[1][0], "v2:WORKER-2 A")
-    assert sorted(r.change.value for r in report.rewrites) == ["added", "dropped"]
+    # The turn re-recorded in its place: its answer changed, nothing added or dropped.
+    assert {(r.change, r.worker) for r in report.rewrites} == {(Change.ANSWER, "worker-2")}
 
     new = tmp_path / "t.rerecorded.jsonl"
     later = AsyncAgent(prefix="never:")
@@ -93,10 +94,13 @@ def test_the_live_async_runner_records_a_new_call_and_serves_the_rest(
     assert out[0][0] == "worker-1 a\nextra\n"
     assert len(spawns.started) == 2  # worker-1's two processes, the new one included
     assert agent.asked == []  # every agent turn came from the tape
-    added = [r for r in report.rewrites if r.change is Change.ADDED]
-    dropped = [r for r in report.rewrites if r.change is Change.DROPPED]
-    assert (len(added), len(dropped)) == (2, 1)
-    assert {r.worker for r in added + dropped} == {"worker-1"}
+    # The new call added; the other live call asked and got what was recorded: kept.
+    [added] = report.rewrites
+    assert (added.change, added.worker, added.new["argv"]) == (
+        Change.ADDED,
+        "worker-1",
+        ["echo", "extra"],
+    )
 
     new = tmp_path / "t.rerecorded.jsonl"
     with Spawns().counting() as replayed, sessiontape.replay(new) as tape:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import subprocess
 import sys
 import threading
@@ -71,11 +72,12 @@ def _fields(call: ProcessCall, **override: Any) -> dict[str, Any]:
     ],
     ids=["program", "boundary-at-worker", "worker", "boundary"],
 )
-def test_live_patch_subprocess_rerecords_only_the_selected_processes(
+def test_live_patch_subprocess_runs_only_the_selected_processes_and_writes_no_change(
     selector: str, picked: Any, tmp_path: Path, spawns: Spawns
 ) -> None:
     cassette = tmp_path / "t.jsonl"
     recorded = _record(cassette, "a")
+    before = cassette.read_bytes()
     old = sessiontape.load(cassette)
     with spawns.counting(), sessiontape.replay(cassette, live=[selector]) as tape:
         with tape.patch_subprocess():
@@ -83,39 +85,57 @@ def test_live_patch_subprocess_rerecords_only_the_selected_processes(
         report = tape.finish()
     assert report.ok, report.render()
     assert today == recorded
-    added = [r for r in report.rewrites if r.change is Change.ADDED]
-    dropped = [r for r in report.rewrites if r.change is Change.DROPPED]
     expected = [c for c in old.calls if picked(c)]
-    assert len(added) == len(dropped) == len(expected) > 0
-    assert len(spawns.started) == len(expected)  # exactly the live processes ran
+    assert len(spawns.started) == len(expected) > 0  # exactly the live processes ran
+    # Each ran for real and asked and got what the tape holds: nothing to write.
+    assert (report.rewrites, report.rewritten_to) == ([], None)
+    assert not (tmp_path / "t.rerecorded.jsonl").exists()
+    assert cassette.read_bytes() == before
 
+
+def test_live_rerecords_what_changed_in_place(tmp_path: Path, spawns: Spawns) -> None:
+    cassette = tmp_path / "t.jsonl"
+    _record(cassette, "a")
+    old = sessiontape.load(cassette)
+    with spawns.counting(), sessiontape.replay(cassette, live=["process"]) as tape:
+        with tape.patch_subprocess():
+            today = program("b")  # another word: the Python child and cat answer otherwise
+        report = tape.finish()
+    assert report.ok, report.render()
+    assert len(spawns.started) == len(old.calls)
     new_path = tmp_path / "t.rerecorded.jsonl"
     assert report.rewritten_to == str(new_path)
-    assert cassette.read_bytes() != new_path.read_bytes()
+    changed = {(r.seq, r.change, r.field) for r in report.rewrites}
+    pythons = [c.seq for c in old.calls if c.argv[1:2] == ["-c"]]  # type: ignore[union-attr]
+    cats = [c.seq for c in old.calls if c.argv == ["cat"]]  # type: ignore[union-attr]
+    assert changed == {
+        *((seq, Change.REQUEST, "argv[2]") for seq in pythons),
+        *((seq, Change.ANSWER, "stdout") for seq in pythons),
+        *((seq, Change.REQUEST, "input") for seq in cats),
+        *((seq, Change.ANSWER, "stdout") for seq in cats),
+    }
     new = sessiontape.load(new_path)
-    assert [e.seq for e in new.entries] == list(range(len(new.entries)))
+    assert [e.seq for e in new.entries] == [e.seq for e in old.entries]  # seqs stay put
     [note] = new.header.rerecorded or []
-    assert note.segments == [selector]
-    assert len(new.calls) == len(old.calls)
-    # Per worker, the calls come in the order the program made them, live ones included.
-    for worker in ("worker-1", "worker-2"):
-        programs = [c.argv[0].rsplit("/")[-1] for c in new.calls if c.worker == worker]  # type: ignore[union-attr]
-        assert programs == [PY.rsplit("/")[-1], "echo", "cat"]
+    assert (note.segments, note.added, note.dropped) == (["process"], 0, 0)
     for call in new.calls:
         assert isinstance(call, ProcessCall)
-        if not picked(call):  # outside the segment, every field as recorded but the seq
-            [before] = [c for c in old.calls if c.ts_ns == call.ts_ns and c.worker == call.worker]
-            assert isinstance(before, ProcessCall)
-            assert _fields(call) == _fields(before, seq=call.seq)
+        before = old.by_seq(call.seq)
+        assert isinstance(before, ProcessCall)
+        if call.seq not in pythons + cats:
+            # The echo calls: as recorded, every field, but their time may move later on
+            # their worker's lane when the call before them took longer than recorded.
+            assert _fields(call, ts_ns=0, mono_ns=0) == _fields(before, ts_ns=0, mono_ns=0)
+            assert call.ts_ns >= before.ts_ns
     # The piped conversation of a live cat was recorded: stdin and stdout both.
-    cats = [c for c in new.calls if c.argv == ["cat"] and picked(c)]  # type: ignore[union-attr]
-    for cat in cats:
+    for seq in cats:
+        cat = new.by_seq(seq)
         assert isinstance(cat, ProcessCall)
-        assert (cat.input, cat.stdout) == ("a via cat", "a via cat")
+        assert (cat.input, cat.stdout) == ("b via cat", "b via cat")
 
     with Spawns().counting() as replayed, sessiontape.replay(new_path, strict=True) as tape:
         with tape.patch_subprocess():
-            assert program("a") == recorded
+            assert program("b") == today
         assert tape.finish().ok
     assert replayed.started == []
 
@@ -145,9 +165,9 @@ def test_live_records_a_new_process_call_the_tape_cannot_answer(
     assert len(spawns.started) == 2  # worker-2's two echo calls, the new one included
     assert cassette.read_bytes() == before  # beside, not over
     new_path = tmp_path / "t.rerecorded.jsonl"
-    added = [r for r in report.rewrites if r.change is Change.ADDED]
-    dropped = [r for r in report.rewrites if r.change is Change.DROPPED]
-    assert (len(added), len(dropped)) == (2, 1)
+    # The new call added; worker-2's other echo asked and got what was recorded: kept.
+    [added] = report.rewrites
+    assert (added.change, added.new["argv"]) == (Change.ADDED, ["echo", "fetch", "worker-2"])
     new = sessiontape.load(new_path)
     worker2 = [c.argv[1:] for c in new.calls if c.worker == "worker-2"]  # type: ignore[union-attr]
     assert worker2 == [
@@ -173,18 +193,29 @@ async def _async_program() -> list[bytes]:
     return [(await echo.communicate())[0], (await child.communicate())[0]]
 
 
-def test_live_asyncio_subprocesses_under_patch_subprocess(tmp_path: Path, spawns: Spawns) -> None:
+def test_live_asyncio_subprocesses_under_patch_subprocess(
+    tmp_path: Path, spawns: Spawns, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cassette = tmp_path / "t.jsonl"
     with sessiontape.record(cassette) as tape, tape.patch_subprocess():
         recorded = asyncio.run(_async_program())
         tape.finish()
     assert recorded == [b"hi\n", b"py\n"]
+    # Today's world: an echo that answers otherwise (one on PATH before the real one).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "echo").write_text('#!/bin/sh\nprintf "hello\\n"\n', encoding="utf-8")
+    (bin_dir / "echo").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     with spawns.counting(), sessiontape.replay(cassette, live=["process:echo"]) as tape:
         with tape.patch_subprocess():
-            assert asyncio.run(_async_program()) == recorded
+            today = asyncio.run(_async_program())
         report = tape.finish()
     assert report.ok, report.render()
+    assert today == [b"hello\n", b"py\n"]
     assert len(spawns.started) == 1  # the live echo; the Python child came from the tape
+    assert [(r.change, r.field) for r in report.rewrites] == [(Change.ANSWER, "stdout")]
+    recorded = today
     new_path = tmp_path / "t.rerecorded.jsonl"
     with Spawns().counting() as replayed, sessiontape.replay(new_path) as tape:
         with tape.patch_subprocess():
@@ -196,10 +227,11 @@ def test_live_asyncio_subprocesses_under_patch_subprocess(tmp_path: Path, spawns
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
-def secret_program() -> str:
-    """A process given a secret in an argument, printing it back."""
+def secret_program(word: str = "a") -> str:
+    """A process given a secret in an argument, printing it back (with ``word``)."""
     return subprocess.check_output(
-        [PY, "-c", "import sys; print('token=' + sys.argv[1])", TOKEN], text=True
+        [PY, "-c", "import sys; print(sys.argv[2] + ' token=' + sys.argv[1])", TOKEN, word],
+        text=True,
     )
 
 
@@ -209,7 +241,7 @@ def test_a_live_process_is_scrubbed_before_it_is_written(tmp_path: Path) -> None
         secret_program()
         tape.finish()
     with sessiontape.replay(cassette, live=["process"]) as tape, tape.patch_subprocess():
-        assert secret_program() == f"token={TOKEN}\n"  # the live call ran for real
+        assert secret_program("b") == f"b token={TOKEN}\n"  # the live call ran for real
     report = tape.report
     assert report is not None
     assert report.ok, report.render()
@@ -217,7 +249,7 @@ def test_a_live_process_is_scrubbed_before_it_is_written(tmp_path: Path) -> None
     assert TOKEN not in new.read_text(encoding="utf-8")
     [call] = sessiontape.load(new).calls
     assert isinstance(call, ProcessCall)
-    assert "[REDACTED" in call.argv[-1]
+    assert "[REDACTED" in call.argv[3]
     assert "[REDACTED" in str(call.stdout)
 
 

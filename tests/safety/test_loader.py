@@ -140,6 +140,7 @@ def test_seq_gaps_read_like_a_list() -> None:
         gaps[3]
 
 
+@pytest.mark.writes_invalid_tapes
 def test_validate_and_show_a_tape_with_a_huge_gap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

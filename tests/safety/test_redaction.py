@@ -196,6 +196,7 @@ def test_scrub_check_lists_where_secrets_are_but_never_them(
     assert main(["scrub", "--check", str(leaky)]) == 0
 
 
+@pytest.mark.writes_invalid_tapes
 def test_scrub_check_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a cassette\n")
@@ -213,6 +214,7 @@ def test_scrub_check_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+@pytest.mark.writes_invalid_tapes
 def test_validate_reports_secrets_by_kind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -68,6 +68,7 @@ def test_the_corpus_is_large_enough() -> None:
     assert len(PLACES) >= 20
 
 
+@pytest.mark.writes_invalid_tapes
 def test_the_leak_check_can_fail(tmp_path: Path) -> None:
     # The same session recorded with redaction off leaks in every place.
     import random

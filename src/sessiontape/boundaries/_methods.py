@@ -18,6 +18,7 @@ import msgspec
 
 from .._context import parent_var
 from .._errors import UsageError
+from .._time import REAL
 from ..cassette import (
     BOUNDARY_STORE,
     AgentTurn,
@@ -25,6 +26,7 @@ from ..cassette import (
     CallEntry,
     ErrorInfo,
     StoreMutation,
+    request_of,
     stored_result,
 )
 from ..recorder import Opened
@@ -363,7 +365,11 @@ def verify_proxy(
             head = queue[0] if queue else None
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
-            entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
+            entry: CallEntry | None = None
+            if head is not None and _renamed(head, name, methods, method, queue):
+                entry = _take_renamed(engine, boundary, method, args, kwargs, normalize, head)
+            if entry is None:
+                entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
             if entry is None:
                 if engine.updating:
                     return _run_added(engine, boundary, name, method, bound, args, kwargs)
@@ -391,6 +397,61 @@ def verify_proxy(
     return _Proxy(target, wrapped)
 
 
+def _method_of(entry: CallEntry) -> str:
+    return str(getattr(entry, "operation", None) or getattr(entry, "method", ""))
+
+
+def _renamed(head: CallEntry, name: str, methods: tuple[str, ...], method: str, queue: Any) -> bool:
+    """Whether a call of ``method`` may stand for ``head``, a recorded call of a method
+    today's wiring of verify boundary ``name`` no longer has (renamed): today's code can
+    never make that call again, and this one is not one the worker's queue holds further
+    on. (It does when it passes the same arguments: see ``_take_renamed``.)"""
+    recorded = _method_of(head)
+    if recorded == method or recorded in methods:
+        return False
+    if (getattr(head, "store", None) or getattr(head, "boundary", None)) != name:
+        return False
+    return not any(_method_of(e) == method for e in queue)
+
+
+def _take_renamed(
+    engine: ReplaySide,
+    boundary: str,
+    method: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    normalize: Normalize,
+    head: CallEntry,
+) -> CallEntry | None:
+    """Take ``head``, the first call of the worker's queue, for a call that stands for it
+    under another method name with the same arguments (``None``: another call): an
+    argument mismatch, which update mode answers by renaming the recorded call in place."""
+    expected = request_of(head)
+    actual = dict(
+        normalize(
+            {"method": method, "args": engine.raw(list(args)), "kwargs": engine.raw(kwargs)},
+            expected,
+        )
+    )
+    if actual["args"] != expected["args"] or actual["kwargs"] != expected["kwargs"]:
+        return None
+    engine.take_head(boundary)
+    diffs, total = diff_values_counted(expected, actual)
+    engine.mismatch(
+        MismatchKind.ARGUMENT_MISMATCH,
+        seq=head.seq,
+        worker=head.worker,
+        boundary=boundary,
+        message=f"the {boundary} call at seq {head.seq} ({_method_of(head)}) is made as "
+        f"{method} today; the tape's {_method_of(head)} is not among the methods wired now.",
+        expected=expected,
+        actual=actual,
+        diffs=diffs,
+        total=total,
+    )
+    return head
+
+
 def _run_added(
     engine: ReplaySide,
     boundary: str,
@@ -404,6 +465,7 @@ def _run_added(
     tape with today's arguments and result (scrubbed as at record time)."""
     result: Any = None
     err: ErrorInfo | None = None
+    started = REAL.monotonic_ns()
     try:
         result = bound(*args, **kwargs)
         return result
@@ -415,6 +477,7 @@ def _run_added(
             "seq": 0,
             "ts_ns": 0,
             "mono_ns": 0,
+            "duration_ns": REAL.monotonic_ns() - started,
             "args": engine.data(list(args)),
             "kwargs": engine.data(kwargs),
             "result": engine.data(result) if err is None else None,

@@ -80,7 +80,8 @@ class ReplaySide(Protocol):
     roots: PathRoots
     scrubber: Scrubber
     codec: PayloadCodec
-    #: Whether the replay rewrites its tape to match today's code (update mode).
+    #: Whether the replay rewrites its tape (update mode or a live re-record): a verify
+    #: call the tape lacks is then run and handed to :meth:`add_call`.
     updating: bool
     #: The values the program made up today in place of recorded ones (see ``check``).
     correlations: Correlations

@@ -86,6 +86,7 @@ from ._payload import (
 from ._recording import Recording, SeqGaps
 from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
+from ._validity import ERROR, WARNING, Finding, errors_of, seq_ranges, structure_findings
 from ._writer import (
     CassetteWriter,
     beside,
@@ -101,6 +102,7 @@ __all__ = [
     "BOUNDARY_STORE",
     "DEFAULT_MAX_INLINE_BYTES",
     "ENV_DELTA_SINCE",
+    "ERROR",
     "FORMAT_VERSION",
     "LAZY_KINDS",
     "MAX_DEPTH",
@@ -109,6 +111,7 @@ __all__ = [
     "PRESET_BOUNDARIES",
     "SIDECAR_SUFFIX",
     "VIEW_KINDS",
+    "WARNING",
     "AgentTurn",
     "Blob",
     "BoundaryKind",
@@ -121,6 +124,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorOrigin",
     "ExactBytes",
+    "Finding",
     "LazyAgentTurn",
     "LazyCall",
     "LazyEntry",
@@ -158,6 +162,7 @@ __all__ = [
     "eager",
     "encode_entry",
     "env_form",
+    "errors_of",
     "exact_bytes",
     "exact_form",
     "exact_request",
@@ -173,10 +178,12 @@ __all__ = [
     "replace_cassette",
     "request_of",
     "result_json",
+    "seq_ranges",
     "set_aside_tail",
     "sidecar_dir",
     "stored",
     "stored_result",
+    "structure_findings",
     "write_new_cassette",
     "write_private_file",
 ]

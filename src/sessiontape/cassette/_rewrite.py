@@ -7,6 +7,12 @@ renamed over it; the directory is synced so the rename itself survives a power c
 ``.NAME.rewrite.PID`` file at worst). Only a regular file that is a cassette is ever
 replaced: a symlink, anything else, or a tape in a directory sessiontape cannot write is
 refused before anything is touched.
+
+Every tape sessiontape writes whole (update, live re-record, shrink, chaos save, slice,
+scrub) comes through here, and is checked here against the structural rules
+``sessiontape validate`` checks (``_validity.py``) before it is renamed into place: a
+writer that built an invalid tape gets a :class:`CassetteError` saying so, and the old
+tape (or no tape) stays where it was.
 """
 
 from __future__ import annotations
@@ -18,12 +24,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._errors import CassetteError
-from ._loader import is_cassette
+from ._loader import is_cassette, loads
+from ._validity import errors_of, structure_findings
 from ._writer import open_private, write_all
 
-__all__ = ["check_rewritable", "replace_cassette", "write_new_cassette"]
+__all__ = ["check_rewritable", "check_written", "replace_cassette", "write_new_cassette"]
 
-#: Bytes gathered before one write: few system calls, bounded memory.
+#: Bytes per write: few system calls.
 _CHUNK = 1 << 20
 
 
@@ -64,22 +71,18 @@ def check_rewritable(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _write_lines(path: Path, lines: Iterable[bytes]) -> None:
-    """Create ``path`` (which must not exist) with ``lines``, each ending in a newline,
-    flushed to disk; removed again on any failure."""
+def _tape_bytes(lines: Iterable[bytes]) -> bytes:
+    """``lines`` as one file's bytes, each line ending in a newline."""
+    return b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Create ``path`` (which must not exist) holding ``data``, flushed to disk; removed
+    again on any failure."""
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        buffer: list[bytes] = []
-        size = 0
-        for line in lines:
-            buffer.append(line if line.endswith(b"\n") else line + b"\n")
-            size += len(line) + 1
-            if size >= _CHUNK:
-                write_all(fd, b"".join(buffer))
-                buffer.clear()
-                size = 0
-        if buffer:
-            write_all(fd, b"".join(buffer))
+        for start in range(0, len(data), _CHUNK):
+            write_all(fd, data[start : start + _CHUNK])
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -87,6 +90,35 @@ def _write_lines(path: Path, lines: Iterable[bytes]) -> None:
             os.unlink(path)
         raise
     os.close(fd)
+
+
+def check_written(data: bytes, target: str | os.PathLike[str]) -> None:
+    """Refuse a tape a writer built for ``target`` that ``sessiontape validate`` would
+    reject: a :class:`CassetteError` naming what is wrong (nothing is written).
+
+    A tape no loader can read is refused the same way; its sidecar is looked for beside
+    ``target``, where it will be.
+    """
+    name = os.fspath(target)
+    try:
+        recording = loads(data, path=name)
+    except CassetteError as exc:
+        problems = exc.reason if exc.line is None else f"line {exc.line}: {exc.reason}"
+    else:
+        errors = errors_of(structure_findings(recording, sidecar_of=name))
+        if not errors:
+            return
+        problems = "; ".join(
+            f"seq {f.seq}: {f.message}" if f.seq is not None else f.message for f in errors[:5]
+        )
+        if len(errors) > 5:
+            problems += f"; and {len(errors) - 5} more"
+    raise CassetteError(
+        f"sessiontape built a tape that 'sessiontape validate' rejects ({problems}), so it "
+        "was not written and the file there is unchanged. This is a bug in sessiontape: "
+        "please report it with the command that wrote the tape.",
+        path=name,
+    )
 
 
 def _sync_directory(directory: Path) -> None:
@@ -102,10 +134,12 @@ def replace_cassette(path: str | os.PathLike[str], lines: Iterable[bytes]) -> Pa
     """Replace the cassette at ``path`` with ``lines`` (new file beside, flushed,
     renamed over); returns the path. Refuses what :func:`check_rewritable` refuses."""
     target = check_rewritable(path)
+    data = _tape_bytes(lines)
+    check_written(data, target)
     temp = target.with_name(f".{target.name}.rewrite.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)  # a leftover of a killed update of this very process id
-    _write_lines(temp, lines)
+    _write_file(temp, data)
     try:
         # Checked again just before the rename: the tape may have been swapped meanwhile.
         check_rewritable(target)
@@ -124,10 +158,12 @@ def write_new_cassette(path: str | os.PathLike[str], lines: Iterable[bytes]) -> 
     target = Path(path)
     if os.path.lexists(target):
         return replace_cassette(target, lines)
+    data = _tape_bytes(lines)
+    check_written(data, target)
     temp = target.with_name(f".{target.name}.rewrite.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
-    _write_lines(temp, lines)
+    _write_file(temp, data)
     try:
         os.rename(temp, target)
     except BaseException:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import sys
 import tempfile
@@ -24,13 +23,14 @@ from ..cassette import (
     Entry,
     ProcessCall,
     Recording,
-    SeqGaps,
     StoreMutation,
     encode_entry,
     is_cassette,
     load,
+    seq_ranges,
+    write_new_cassette,
 )
-from ..report import describe
+from ..report import command_name, describe
 
 __all__ = [
     "EXIT_CODES",
@@ -235,61 +235,9 @@ def what(entry: Entry, *, width: int = 60) -> str:
     return text[len(head) :] if text.startswith(head) else text
 
 
-# A subcommand: a word, not a path, a file name or a sentence (`git merge`, `gh pr`).
-_SUBCOMMAND: Final = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
-
-
-def command_name(argv: Sequence[str]) -> str:
-    """The program's base name and its first subcommand: ``git -C {repo} merge x`` -> ``git merge``.
-
-    The value right after a two-letter option (``-C dir``, ``-c key=value``) is skipped, as
-    it most likely belongs to the option; the first remaining argument that is a plain word
-    is the subcommand. A program without one is named alone (``sh -c '...'`` -> ``sh``).
-    """
-    if not argv:
-        return "?"
-    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1] or argv[0]
-    skip_next = False
-    for arg in argv[1:]:
-        if skip_next:
-            skip_next = False
-            continue
-        if arg == "--":
-            continue
-        if arg.startswith("-"):
-            skip_next = len(arg) == 2
-            continue
-        if _SUBCOMMAND.fullmatch(arg):
-            return f"{program} {arg}"
-        break
-    return program
-
-
 def plural(count: int, word: str, words: str | None = None) -> str:
     """``1 entry``, ``2 entries``: a count with its noun."""
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
-
-
-def seq_ranges(seqs: Iterable[int]) -> str:
-    """Sorted seqs as compact ranges: ``3-5, 9``.
-
-    A :class:`~sessiontape.cassette.SeqGaps` (a tape's missing seqs) is read by its runs,
-    never seq by seq: the gaps of a damaged tape may be far larger than the tape.
-    """
-    if isinstance(seqs, SeqGaps):
-        return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in seqs.ranges())
-    parts: list[str] = []
-    run: list[int] = []
-    for seq in sorted(seqs):
-        if run and seq == run[-1] + 1:
-            run.append(seq)
-            continue
-        if run:
-            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [seq]
-    if run:
-        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ", ".join(parts)
 
 
 def entry_data(entry: Entry) -> dict[str, Any]:
@@ -384,8 +332,16 @@ def write_atomic(path: str, chunks: Iterable[bytes]) -> None:
 
 
 def write_entries(path: str, entries: Iterable[Entry]) -> None:
-    """Write a cassette atomically, one encoded line per entry."""
-    write_atomic(path, (encode_entry(entry) for entry in entries))
+    """Write a cassette whole or not at all, one encoded line per entry, the way every
+    tape is written (``cassette.write_new_cassette``: checked against the rules of
+    ``sessiontape validate``, written beside, renamed over; only a cassette is replaced)."""
+    try:
+        write_new_cassette(path, (encode_entry(entry) for entry in entries))
+    except OSError as exc:
+        raise CommandError(
+            f"cannot write {path}: {exc.strerror or exc}. Check that the directory exists "
+            "and is writable."
+        ) from None
 
 
 class Progress:

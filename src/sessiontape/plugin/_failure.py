@@ -53,21 +53,30 @@ def _cut(report: ReplayReport) -> bool:
 
 
 def failure_text(
-    report: ReplayReport, config: pytest.Config, *, error: str | None = None, rerecord: str = ""
+    report: ReplayReport,
+    config: pytest.Config,
+    *,
+    error: str | None = None,
+    rerecord: str = "",
+    replay_command: str | None = None,
 ) -> str:
     """The report as a test failure: everything at ``-v``, the first few otherwise.
 
     ``error`` is what stopped the replay, when something did; ``rerecord`` is the command
-    that records the cassette afresh, for a test that has one. The cassette is named as
-    the user would type it, relative to where pytest was started.
+    that records the cassette afresh, for a test that has one; ``replay_command`` the
+    pytest run that replays the tape (``pytest --replay CASSETTE`` by default), which the
+    command recording the calls the tape has no answer for builds on. The cassette is
+    named as the user would type it, relative to where pytest was started.
     """
     import msgspec  # loaded already: a report exists
 
     report = msgspec.structs.replace(report, cassette=shown_path(Path(report.cassette), config))
     if config.get_verbosity() > 0:
-        text = report.render(max_mismatches=_ALL, max_diffs=_ALL)
+        text = report.render(max_mismatches=_ALL, max_diffs=_ALL, pytest_command=replay_command)
     else:
-        text = report.render(max_mismatches=SHOWN_MISMATCHES, max_diffs=SHOWN_DIFFS)
+        text = report.render(
+            max_mismatches=SHOWN_MISMATCHES, max_diffs=SHOWN_DIFFS, pytest_command=replay_command
+        )
         if _cut(report):
             text += (
                 f"\n(pytest -v shows all {len(report.mismatches)} mismatches and every "
@@ -81,10 +90,18 @@ def failure_text(
 
 
 def fail_replay(
-    report: ReplayReport, config: pytest.Config, *, error: str | None = None, rerecord: str = ""
+    report: ReplayReport,
+    config: pytest.Config,
+    *,
+    error: str | None = None,
+    rerecord: str = "",
+    replay_command: str | None = None,
 ) -> NoReturn:
     """Fail the running test with the report as its message (no traceback)."""
-    pytest.fail(failure_text(report, config, error=error, rerecord=rerecord), pytrace=False)
+    text = failure_text(
+        report, config, error=error, rerecord=rerecord, replay_command=replay_command
+    )
+    pytest.fail(text, pytrace=False)
 
 
 def _ours(filename: str) -> bool:

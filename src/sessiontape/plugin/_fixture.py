@@ -86,7 +86,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         player.close()
         if not report.ok:
             active.reported = True
-            fail_replay(report, item.config, rerecord=_record_command(item))
+            fail_replay(
+                report,
+                item.config,
+                rerecord=_record_command(item),
+                replay_command=_replay_command(item),
+            )
     return result
 
 
@@ -123,7 +128,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # app): finish now, so the report joins the failure this hook is about to build.
         player.close()
         if player.report is not None and not player.report.ok:
-            text = failure_text(player.report, item.config, rerecord=_record_command(item))
+            text = failure_text(
+                player.report,
+                item.config,
+                rerecord=_record_command(item),
+                replay_command=_replay_command(item),
+            )
             item.add_report_section("call", "sessiontape", text)
 
 
@@ -215,6 +225,10 @@ def _default_cassette_path(item: pytest.Item, cassette_dir: Path) -> Path:
 
 def _record_command(item: pytest.Item) -> str:
     return f"pytest {shlex.quote(item.nodeid)} --record-session"
+
+
+def _replay_command(item: pytest.Item) -> str:
+    return f"pytest {shlex.quote(item.nodeid)}"
 
 
 @pytest.fixture
@@ -314,4 +328,9 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
     assert report is not None
     attach_report(item, report)
     if not report.ok and not active.failed:
-        fail_replay(report, item.config, rerecord=_record_command(item))
+        fail_replay(
+            report,
+            item.config,
+            rerecord=_record_command(item),
+            replay_command=_replay_command(item),
+        )

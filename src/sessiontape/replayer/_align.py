@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .._context import worker_var
-from ..cassette import BOUNDARY_PROCESS, CallEntry, Recording, boundary_of, request_of
+from ..cassette import CallEntry, Recording, boundary_of, request_of
 from ..report import Candidate, FieldDiff, MismatchKind, describe, nearest_candidate
 from ._correlate import EARLIER_CALLS, ECHO_CALLS, Correlations, Found, detect, substitute
 from ._index import TapeIndex
-from ._match import Matcher, Noise, Path, compare
+from ._match import Matcher, Noise, Path, compare, same_call
 from ._outcome import Outcome
 from ._timegaps import TimeGaps
 
@@ -49,6 +49,7 @@ class Aligner:
         matcher: Matcher | None,
         lookahead: int,
         answers: AnswerTexts,
+        skipped: Callable[[CallEntry], None] | None = None,
     ) -> None:
         self._recording = recording
         self._index = index
@@ -62,6 +63,8 @@ class Aligner:
         self._by_worker: dict[str, list[CallEntry]] = {}
         #: The values correlated so far (see ``_correlate``).
         self.correlations = Correlations()
+        #: Told of each recorded call skipped (a verify call's turn is then over).
+        self._skipped = skipped
 
     def _compare(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> Any:
         """Compare with a recorded call (its correlated values as today's): no detection."""
@@ -151,15 +154,6 @@ class Aligner:
         )
         return nearest_candidate(dict(actual), candidates)
 
-    @staticmethod
-    def _same_call(boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> bool:
-        """Whether a request is the recorded call with other arguments (rather than an
-        extra call): same program and subcommand, or same method."""
-        expected = request_of(entry)
-        if boundary == BOUNDARY_PROCESS:
-            return bool(expected["argv"][:2] == list(actual["argv"][:2]))
-        return bool(expected["method"] == actual["method"])
-
     def take(
         self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
     ) -> CallEntry | None:
@@ -203,6 +197,8 @@ class Aligner:
             if not self._compare(boundary, later, actual)[0]:
                 for _ in range(offset):
                     skipped = queue.popleft()
+                    if self._skipped is not None:
+                        self._skipped(skipped)
                     outcome.mismatch(
                         MismatchKind.UNCONSUMED,
                         seq=skipped.seq,
@@ -215,7 +211,7 @@ class Aligner:
                     )
                 outcome.position[worker] = later.seq
                 return queue.popleft()
-        if self._same_call(boundary, head, actual):
+        if same_call(boundary, request_of(head), actual):
             queue.popleft()
             if found:  # answered with the head's result: what the program made up follows
                 self.correlations.add(boundary, worker, head.seq, found)

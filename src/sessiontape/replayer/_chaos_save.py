@@ -21,7 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import UsageError
-from ..cassette import SIDECAR_SUFFIX, CallEntry, is_cassette, write_private_file
+from ..cassette import SIDECAR_SUFFIX, CallEntry, is_cassette, write_new_cassette
 
 __all__ = ["save_schedule"]
 
@@ -111,15 +111,10 @@ def save_schedule(
         line = dict(line)
         line["seq"] = number
         out.append(line)
-    data = b"".join(msgspec.json.encode(line) + b"\n" for line in out)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    if os.path.lexists(temporary):
-        os.unlink(temporary)
-    write_private_file(temporary, data)
-    os.replace(temporary, target)
+    # The payloads first: the tape is checked against its sidecar before it is written.
     _copy_sidecar(Path(source), target)
-    return target
+    return write_new_cassette(target, (msgspec.json.encode(line) for line in out))
 
 
 def _copy_sidecar(source: Path, target: Path) -> None:

@@ -38,7 +38,7 @@ from ._correlate import Correlations
 from ._index import TapeIndex
 from ._invariants import Invariant, Invariants
 from ._match import Matcher, Noise, Path
-from ._order import Progress, Sequencer
+from ._order import Progress, Sequencer, order_broken, verify_name
 from ._outcome import Outcome
 from ._payloads import answer_texts, served, stored
 from ._select import Selectors
@@ -121,6 +121,7 @@ class ReplayEngine:
         self._index = index = TapeIndex(recording, live=self.live)
         self.loaded = index.loaded
         self._outcome = Outcome(recording, strict=strict, loaded=index.loaded, hidden=index.hidden)
+        self._outcome.live = tuple(self.live.texts) if self.live is not None else ()
         self._aligner = Aligner(
             recording,
             index,
@@ -131,6 +132,7 @@ class ReplayEngine:
             answers=lambda entry, after, before: answer_texts(
                 self.codec, recording, entry, after, before
             ),
+            skipped=self._skipped,
         )
         #: The values the program made up today, carried into the answers that echo them.
         self.correlations: Correlations = self._aligner.correlations
@@ -142,12 +144,18 @@ class ReplayEngine:
             for name, seqs in index.verify_order.items()
         }
         self._set_roots(roots)
-        #: Whether this replay rewrites its tape to match today's code (update mode).
-        self.updating = update
+        #: Whether this replay rewrites its tape to match today's code (update mode, or a
+        #: live re-record): a verify call the tape lacks then runs and is added.
+        self.updating = update or bool(live)
         #: The update or live re-record this replay makes (``None``: a plain replay).
         self.updater = (
             Updater(
-                recording, self._outcome, update=update, live=self.live, app_version=app_version
+                recording,
+                self._outcome,
+                update=update,
+                live=self.live,
+                app_version=app_version,
+                clock=self.clock,
             )
             if update or live
             else None
@@ -293,6 +301,7 @@ class ReplayEngine:
 
     def verifies(self, boundary: str) -> None:
         """Note that ``boundary`` runs for real: update mode adds its calls the tape lacks."""
+        self._outcome.verify.add(boundary)
         if self.updater is not None:
             self.updater.verify.add(boundary)
 
@@ -326,17 +335,24 @@ class ReplayEngine:
         sequencer = self._sequencers.get(name)
         if sequencer is None or sequencer.broken:
             return
-        waited_on = sequencer.wait_turn(seq)
+        # An update goes on past a recorded call that never comes (today's code no longer
+        # makes it: it is dropped); a plain replay reports the order broken.
+        waited_on = sequencer.wait_turn(seq, skip_missing=self.updater is not None)
         if waited_on is not None:
             self.mismatch(
                 MismatchKind.ORDER_MISMATCH,
                 seq=waited_on,
                 worker=worker_var.get(),
                 boundary=boundary,
-                message=f"{name}: the recorded call at seq {waited_on} never came, so "
-                f"the calls of {name} can no longer run in the recorded order; the rest "
-                "of this replay runs them as they come.",
+                message=order_broken(name, seq, waited_on),
             )
+
+    def _skipped(self, entry: CallEntry) -> None:
+        """A recorded call was skipped (today's code no longer makes it): a verify call's
+        turn is over, so the calls after it in the recorded order are not kept waiting."""
+        sequencer = self._sequencers.get(verify_name(entry) or "")
+        if sequencer is not None:
+            sequencer.done(entry.seq)
 
     def turn_done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
@@ -402,4 +418,20 @@ class ReplayEngine:
                 self.finish()
             finally:
                 done.strict = strict
+        if exc is not None and not reproduced and done.report is not None:
+            _explain(exc, done.report)
         return reproduced
+
+
+def _explain(exc: BaseException, report: ReplayReport) -> None:
+    """Name, on the exception that ends a replay, the command that records the calls the
+    tape had no answer for: a traceback is all some callers see."""
+    record = report.record_command()
+    if record is None:
+        return
+    note = f"sessiontape: the tape has no answer for some calls; record them for real: {record}"
+    if hasattr(exc, "add_note"):  # Python 3.11+
+        if note not in getattr(exc, "__notes__", ()):
+            exc.add_note(note)
+    elif isinstance(exc, UnrecordedCallError) and exc.args and note not in str(exc.args[0]):
+        exc.args = (f"{exc.args[0]}\n{note}", *exc.args[1:])

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .._errors import UsageError
-from ..report import FieldDiff, diff_values_counted
+from ..cassette import BOUNDARY_PROCESS
+from ..report import FieldDiff, diff_values_counted, subcommand
 
-__all__ = ["MASKED", "Matcher", "Noise", "Path", "compare", "path_text"]
+__all__ = ["MASKED", "Matcher", "Noise", "Path", "compare", "path_text", "same_call"]
 
 #: What a masked field reads as on both sides.
 MASKED: Final = "<masked>"
@@ -350,3 +351,21 @@ def compare(
                            detail="rejected by a sessiontape_match hook")]  # fmt: skip
         total = 1
     return diffs, total
+
+
+def same_call(boundary: str, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Whether request ``actual`` is the recorded request ``expected`` made with other
+    arguments (rather than another call): the same method, or for a process the same
+    program, first argument and subcommand.
+
+    The subcommand is the first plain word after the options, when arguments follow it
+    (``report.subcommand``): ``git -C {work} status --short`` is not ``git -C {work}
+    commit -m x`` with other arguments, though their first two arguments agree.
+    """
+    if boundary == BOUNDARY_PROCESS:
+        old, new = list(expected["argv"]), list(actual["argv"])
+        if old[:2] != new[:2]:
+            return False
+        before, now = subcommand(old), subcommand(new)
+        return before is None or now is None or before == now
+    return bool(expected["method"] == actual["method"])

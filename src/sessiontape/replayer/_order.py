@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence, Sized
 
-__all__ = ["Progress", "Sequencer"]
+__all__ = ["Progress", "Sequencer", "order_broken", "verify_name"]
 
 
 class Progress:
@@ -53,6 +53,30 @@ class Progress:
             return len(self._served), self._moves
 
 
+def verify_name(entry: object) -> str | None:
+    """The store (or verify boundary) whose recorded order a call takes its turn in
+    (``None``: a call of a substitute boundary)."""
+    name = getattr(entry, "store", None)
+    if name is None and getattr(entry, "mode", None) == "verify":
+        name = getattr(entry, "boundary", None)
+    return name
+
+
+def order_broken(name: str, seq: int, waited_on: int) -> str:
+    """What a verify call that waited for its turn in vain (``waited_on``) says: the call
+    it waited on never came, or, when it is ``seq`` itself, it came too late."""
+    why = (
+        f"the recorded call at seq {seq} came after the calls recorded after it, which "
+        "ran when it was late"
+        if waited_on == seq
+        else f"the recorded call at seq {waited_on} never came"
+    )
+    return (
+        f"{name}: {why}, so the calls of {name} can no longer run in the recorded order; "
+        "the rest of this replay runs them as they come."
+    )
+
+
 class Sequencer:
     """Makes verify-boundary calls of one store run in their recorded global order.
 
@@ -79,12 +103,22 @@ class Sequencer:
         self._progress = progress
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
         self.broken = False
+        #: The indexes of calls taken as never coming (``skip_missing``).
+        self._skipped: set[int] = set()
 
-    def wait_turn(self, seq: int) -> int | None:
-        """Wait until ``seq`` is next; return the seq it waited on in vain, or None."""
+    def wait_turn(self, seq: int, *, skip_missing: bool = False) -> int | None:
+        """Wait until ``seq`` is next; return the seq it waited on in vain, or None.
+
+        With ``skip_missing``, a call waited on in vain is taken as never coming: the
+        order goes on past it (and waits again for the next one, if need be) instead of
+        breaking."""
         index = self._index.get(seq)
         if index is None or self.broken:
             return None
+        if index in self._skipped:
+            # Taken as never coming, it came: the calls after it already ran before it.
+            self.broken = True
+            return seq
         if self._cursor >= index:  # its turn already (the cursor only moves forward)
             return None
         progress = self._progress
@@ -96,9 +130,12 @@ class Sequencer:
                     lambda: self._cursor >= index or self.broken, timeout=self._timeout
                 ):
                     now = None if progress is None else progress.mark()
-                    if progress is None or (now is not None and now == mark):
+                    if progress is not None and (now is None or now != mark):
+                        mark = now  # the replay moved: the call waited on is on its way
+                        continue
+                    if not skip_missing:
                         break  # nothing moved in the replay for the whole timeout
-                    mark = now
+                    self._skip_locked()
             finally:
                 self._waiting -= 1
             if self._cursor >= index or self.broken:
@@ -108,6 +145,17 @@ class Sequencer:
             self.broken = True
             self._cond.notify_all()
             return next(s for s, i in self._index.items() if i == self._cursor)
+
+    def _skip_locked(self) -> None:
+        """Take the call at the cursor as run (it never came), under the lock."""
+        self._skipped.add(self._cursor)
+        done = self._done
+        done[self._cursor] = 1
+        cursor = self._cursor
+        while cursor < len(done) and done[cursor]:
+            cursor += 1
+        self._cursor = cursor
+        self._cond.notify_all()
 
     def done(self, seq: int) -> None:
         """Mark ``seq`` as run, letting the next recorded call through."""

@@ -26,6 +26,7 @@ from ..report import (
     compute_ok,
     describe,
     diff_values_counted,
+    live_advice,
     suggest_next_step,
 )
 from ..scrub import Scrubber, qualname
@@ -73,6 +74,10 @@ class Outcome:
         self.correlations: Correlations | None = None
         #: The recorded crashes of workers, held against the replay's.
         self.crashes = WorkerCrashes(recording, self.collect)
+        #: The verify boundaries (their calls run for real) and the selectors of the live
+        #: re-record this replay is, if any: what the next steps' selector leaves out.
+        self.verify: set[str] = set()
+        self.live: tuple[str, ...] = ()
 
     @property
     def started(self) -> bool:
@@ -312,15 +317,17 @@ class Outcome:
     def build_report(self, kept: list[Mismatch] | None = None) -> ReplayReport:
         """The report of everything found so far (of the ``kept`` mismatches only, when
         given: an update leaves out the ones it answered)."""
+        rec = self.recording
         with self._lock:
             mismatches = [m for _, _, m in sorted(self._mismatches, key=lambda t: t[:2])]
+            detected = [m for _, _, m in self._mismatches]  # in the order they were found
             consumed = len(self.served)
             extra = self._extra
         if kept is not None:
             mismatches = kept
             extra = sum(1 for m in kept if m.kind in _EXTRA_KINDS)
+        mismatches, selector = live_advice(mismatches, rec, self.verify, self.live, detected)
         unconsumed = sum(1 for m in mismatches if m.kind is MismatchKind.UNCONSUMED)
-        rec = self.recording
         report = ReplayReport(
             cassette=rec.path,
             run_id=rec.header.run_id,
@@ -337,6 +344,7 @@ class Outcome:
             workers=rec.worker_ids(),
             warnings=list(self._warnings),
             correlations=self.correlations.report() if self.correlations is not None else [],
+            live_selector=selector,
         )
         report.context = self._context_for(report.first)
         return report

@@ -7,7 +7,7 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 
 from __future__ import annotations
 
-from ._advice import suggest_next_step
+from ._advice import LIVE_KINDS, live_advice, live_next_step, live_selector, suggest_next_step
 from ._chaos import (
     SHOWN_PER_WORKER,
     ChaosCall,
@@ -18,7 +18,7 @@ from ._chaos import (
     FailureKind,
 )
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
-from ._describe import describe, format_ms, payload_size
+from ._describe import command_name, describe, format_ms, payload_size, subcommand
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
 from ._model import (
     Candidate,
@@ -30,17 +30,19 @@ from ._model import (
     mask_path,
 )
 from ._report import ReplayMismatch, ReplayReport
-from ._rewrites import Change, Rewrite, render_rewrites
+from ._rewrites import Change, ChangeCategory, Rewrite, render_rewrites
 from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
 
 __all__ = [
     "ERROR_CLASSES",
+    "LIVE_KINDS",
     "MISSING",
     "MISSING_TEXT",
     "NEAREST_SCAN_LIMIT",
     "SHOWN_PER_WORKER",
     "Candidate",
     "Change",
+    "ChangeCategory",
     "ChaosCall",
     "ChaosFailure",
     "ChaosResult",
@@ -56,6 +58,7 @@ __all__ = [
     "ReplayReport",
     "Rewrite",
     "classify_error",
+    "command_name",
     "compute_ok",
     "describe",
     "diff_values",
@@ -63,11 +66,15 @@ __all__ = [
     "failed",
     "format_ms",
     "jsonable",
+    "live_advice",
+    "live_next_step",
+    "live_selector",
     "mask_path",
     "nearest_candidate",
     "payload_size",
     "render_rewrites",
     "safe_repr",
+    "subcommand",
     "suggest_next_step",
     "summarize_value",
 ]

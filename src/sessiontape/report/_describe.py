@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shlex
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from ..cassette import (
     AgentTurn,
@@ -23,7 +25,7 @@ from ..cassette import (
 )
 from ._values import summarize_value
 
-__all__ = ["describe", "format_ms", "payload_size"]
+__all__ = ["command_name", "describe", "format_ms", "payload_size", "subcommand"]
 
 
 def format_ms(ns: int) -> str:
@@ -106,3 +108,46 @@ def describe(entry: Entry, *, width: int = 60) -> str:
             f"(level {entry.level}, recorded {entry.recorded_at})"
         )
     raise TypeError(f"not a sessiontape entry: {entry!r}")  # pragma: no cover
+
+
+# A subcommand: a word, not a path, a file name or a sentence (`git merge`, `gh pr`).
+_SUBCOMMAND: Final = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+
+
+def _subcommand_at(argv: Sequence[str]) -> int | None:
+    """The index of the first plain word after the options (see :func:`command_name`)."""
+    skip_next = False
+    for index in range(1, len(argv)):
+        arg = argv[index]
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "--":
+            continue
+        if arg.startswith("-"):
+            skip_next = len(arg) == 2
+            continue
+        return index if _SUBCOMMAND.fullmatch(arg) else None
+    return None
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """The program's base name and its first subcommand: ``git -C {repo} merge x`` -> ``git merge``.
+
+    The value right after a two-letter option (``-C dir``, ``-c key=value``) is skipped, as
+    it most likely belongs to the option; the first remaining argument that is a plain word
+    is the subcommand. A program without one is named alone (``sh -c '...'`` -> ``sh``).
+    """
+    if not argv:
+        return "?"
+    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1] or argv[0]
+    at = _subcommand_at(argv)
+    return program if at is None else f"{program} {argv[at]}"
+
+
+def subcommand(argv: Sequence[str]) -> str | None:
+    """The subcommand of a call that has one for sure: the first plain word after the
+    options, when more arguments follow it (``git -C {repo} status --short`` ->
+    ``status``; in ``python -c CODE word`` the last word is an argument, not one)."""
+    at = _subcommand_at(argv)
+    return argv[at] if at is not None and at < len(argv) - 1 else None

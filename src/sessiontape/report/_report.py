@@ -7,12 +7,13 @@ pytest item shows), and :class:`ReplayMismatch`, the error that carries it.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import msgspec
 
 from .._errors import SessiontapeError
-from ._advice import suggest_next_step
+from ._advice import LIVE_KINDS, suggest_next_step
 from ._model import Correlation, Mismatch, MismatchKind, compute_ok
 from ._rewrites import Rewrite, render_rewrites
 from ._values import json_enc_hook, jsonable, restore_missing, summarize_value
@@ -102,6 +103,9 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     #: The values today's run made up in place of recorded ones, carried into the
     #: answers that echo them, and the times read between calls matched within their gap.
     correlations: list[Correlation] = []
+    #: The ``--sessiontape-live`` selector that records the calls the tape has no answer
+    #: for (``None``: there is none), built from the workers that made them.
+    live_selector: str | None = None
 
     compute_ok = staticmethod(compute_ok)
 
@@ -226,17 +230,52 @@ class ReplayReport(msgspec.Struct, kw_only=True):
         lines.append(f"  {style.hint('next:')} {next_step}")
         return lines
 
-    def render(self, *, color: bool = False, max_mismatches: int = 20, max_diffs: int = 10) -> str:
+    def record_command(self, pytest_command: str | None = None) -> str | None:
+        """The commands that record the calls the tape has no answer for (``None``: there
+        is none): ``pytest_command`` (the pytest run that replays this tape; by default
+        ``pytest --replay CASSETTE``) with the live selector, and the same in Python."""
+        selector = self.live_selector
+        if selector is None:
+            return None
+        run = pytest_command or f"pytest --replay {shlex.quote(self.cassette)}"
+        live = selector.split(",")
+        return (
+            f"{run} --sessiontape-live={selector} --sessiontape-update (in Python: "
+            f"sessiontape.replay({self.cassette!r}, live={live!r}, update=True))"
+        )
+
+    def render(
+        self,
+        *,
+        color: bool = False,
+        max_mismatches: int = 20,
+        max_diffs: int = 10,
+        pytest_command: str | None = None,
+    ) -> str:
         """The report as text, first divergence first, in the spirit of pytest's assertions.
 
-        A headline, a counts line, the context before the first divergence, then one block
-        per mismatch (field diffs, nearest recorded call, next step), at most
+        A headline, a counts line, the command that records the calls the tape cannot
+        answer (if any), the context before the first divergence, then one block per
+        mismatch (field diffs, nearest recorded call, next step), at most
         ``max_mismatches`` blocks of at most ``max_diffs`` field diffs each.
+        ``pytest_command`` is the pytest run that replays this tape (see
+        :meth:`record_command`).
         """
         style = _Style(color)
         ordered = self.ordered_mismatches()
         first = ordered[0] if ordered else None
         lines = [self._headline(style, first), self._counts()]
+        record = self.record_command(pytest_command)
+        if record is not None and self.live_selector is not None:
+            parts = self.live_selector.split(",")
+            picked = {part.split("@", 1)[0].split(":", 1)[0] for part in parts}
+            unanswered = sum(1 for m in ordered if m.kind in LIVE_KINDS and m.boundary in picked)
+            lines.append(
+                style.hint(
+                    f"{plural(unanswered, 'call')} the tape has no answer for; record them "
+                    f"for real: {record}"
+                )
+            )
         if self.workers:
             lines.append(f"workers: {', '.join(self.workers)}")
         lines.extend(render_rewrites(self.rewrites, self.rewritten_to))

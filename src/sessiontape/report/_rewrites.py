@@ -17,7 +17,7 @@ import msgspec
 
 from ._values import summarize_value
 
-__all__ = ["Change", "Rewrite", "render_rewrites"]
+__all__ = ["Change", "ChangeCategory", "Rewrite", "render_rewrites"]
 
 
 class Change(str, enum.Enum):
@@ -34,6 +34,33 @@ class Change(str, enum.Enum):
     #: A call today's code makes that the tape did not have (a verify call run for real,
     #: or a call re-recorded live).
     ADDED = "added"
+    #: A recorded call re-recorded live, in its place, whose answer changed (or whose
+    #: request changed too): today's call and answer.
+    ANSWER = "answer"
+
+
+class ChangeCategory(str, enum.Enum):
+    """The kind of decision a change asks of its reviewer (in the spirit of
+    inline-snapshot's groups): what a pending change is filed under."""
+
+    #: A request (or a verify call's result, or the outcome) rewritten to today's.
+    FIX = "fix"
+    #: A recorded call today's code no longer makes, dropped.
+    TRIM = "trim"
+    #: A call the tape did not have, recorded live (or run for real on a verify boundary).
+    CREATE = "create"
+    #: A call re-recorded live whose answer changed.
+    UPDATE = "update"
+
+
+_CATEGORIES: dict[Change, ChangeCategory] = {
+    Change.REQUEST: ChangeCategory.FIX,
+    Change.RESULT: ChangeCategory.FIX,
+    Change.OUTCOME: ChangeCategory.FIX,
+    Change.DROPPED: ChangeCategory.TRIM,
+    Change.ADDED: ChangeCategory.CREATE,
+    Change.ANSWER: ChangeCategory.UPDATE,
+}
 
 
 class Rewrite(msgspec.Struct, frozen=True):
@@ -50,6 +77,11 @@ class Rewrite(msgspec.Struct, frozen=True):
     old: Any = None
     new: Any = None
 
+    @property
+    def category(self) -> ChangeCategory:
+        """What kind of change this is, for a reviewer (see :class:`ChangeCategory`)."""
+        return _CATEGORIES[self.change]
+
 
 _VERBS = {
     Change.REQUEST: "request rewritten",
@@ -57,10 +89,11 @@ _VERBS = {
     Change.OUTCOME: "outcome rewritten",
     Change.DROPPED: "dropped",
     Change.ADDED: "added",
+    Change.ANSWER: "re-recorded live",
 }
 
 
-_FIELD_CHANGES = (Change.REQUEST, Change.RESULT, Change.OUTCOME)
+_FIELD_CHANGES = (Change.REQUEST, Change.RESULT, Change.OUTCOME, Change.ANSWER)
 
 
 def render_rewrites(rewrites: Sequence[Rewrite], written: str | None) -> list[str]:

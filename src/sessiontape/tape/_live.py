@@ -46,7 +46,6 @@ class LiveSide:
         self._engine = engine
         self._sidecar = Sidecar(sidecar_of)
         self._codec: PayloadCodec | None = None
-        self._started: dict[int, int] = {}
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
@@ -72,11 +71,10 @@ class LiveSide:
         return True
 
     def open(self) -> Opened:
+        # The call starts at the virtual time the replay is at: the tape's time axis.
         updater = self._engine.updater
         assert updater is not None  # a live side exists only in a live re-record
         seq = updater.provisional_seq()
-        with self._lock:
-            self._started[seq] = REAL.monotonic_ns()
         self._engine.progress.moved()  # a live call started: the replay moves
         clock = self._engine.clock
         return (
@@ -89,11 +87,16 @@ class LiveSide:
         )
 
     def elapsed(self, opened: Opened) -> int:
-        with self._lock:
-            started = self._started.pop(opened[0], None)
+        # Its duration is real: the call ran for real.
+        updater = self._engine.updater
+        started = updater.started(opened[0]) if updater is not None else None
         return 0 if started is None else REAL.monotonic_ns() - started
 
     def write(self, entry: Entry) -> None:
+        # Virtual time passes over the call as real time did: the program reads a clock
+        # that moved by the call's real duration, and its next call starts after it.
+        duration = int(getattr(entry, "duration_ns", 0) or 0)
+        self._engine.clock.advance_to(entry.ts_ns + duration, entry.mono_ns + duration)
         self._engine.add_call(scrub_entry(entry, self.scrubber))  # type: ignore[arg-type]
 
     def data(self, value: Any, what: str) -> Any:

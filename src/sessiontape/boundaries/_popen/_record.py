@@ -74,6 +74,7 @@ class _Tracked:
         self.output_relays: list[weakref.ref[threading.Thread]] = []
         self.returncode: int | None = None
         self.ended_ns: int | None = None
+        self.duration_ns = 0
         self.polls = 0
         self.wait_timeouts = 0  # how many of the polls were wait(timeout) calls
         self.timeouts = 0
@@ -151,6 +152,9 @@ class _Tracked:
                 return
             self.returncode = code
             self.ended_ns = REAL.monotonic_ns()
+            # The record side's own measure: real time since the call opened (the
+            # opening time of a live call is the replay's virtual one).
+            self.duration_ns = self.rec.elapsed(self.opened)
             ready = self.open_relays == 0
         if ready:
             self.write()
@@ -183,9 +187,7 @@ class _Tracked:
             if rec.level is not Level.MINIMAL:
                 more["chunks"] = [Chunk(name, codec.encode(data)) for name, data in chunks]
             streams = dict.fromkeys(streams)
-        duration = None
-        if self.ended_ns is not None:
-            duration = self.ended_ns - self.opened[2]
+        duration = self.duration_ns if self.ended_ns is not None else None
         with contextlib.suppress(Exception):  # recording never breaks the program
             record_process(
                 rec, self.opened, self.argv,
