@@ -40,6 +40,10 @@ from sessiontape.cassette import (
 from test_cassette import EVERY_KIND
 
 
+#: The module writes damaged tapes, read lazily.
+pytestmark = pytest.mark.writes_invalid_tapes
+
+
 @pytest.fixture(params=["read", "mapped"])
 def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each test runs on a tape read into memory, and on one mapped in small windows."""
