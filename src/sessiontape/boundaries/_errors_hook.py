@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from .._context import ESCAPED_FROM, worker
+from ..replayer import ScheduleStopped
 from ._protocols import ReplaySide
 
 __all__ = ["application_frame", "reporting_thread_errors"]
@@ -51,6 +52,8 @@ def reporting_thread_errors(engine: ReplaySide) -> Iterator[None]:
 
     def hook(args: Any) -> None:
         exc = args.exc_value
+        if isinstance(exc, ScheduleStopped):
+            return  # stopped where a saved schedule stopped it: an end, not a death
         if args.exc_type is not SystemExit and exc is not None:
             # The thread's worker block has ended by now: report it under the worker the
             # exception escaped from (which took its calls), not the thread's own name.

@@ -214,6 +214,18 @@ class ReplayEngine:
         """The entry answering ``actual``, or ``None`` (the mismatch is in the report)."""
         return self._aligner.take(boundary, actual, normalize)
 
+    def take_before_stdin(self, boundary: str, actual: Mapping[str, Any]) -> CallEntry | None:
+        """:meth:`take` for a process started before its stdin is written (``Popen``
+        starts it, ``communicate()`` writes later): ``actual["input"]`` is the head's,
+        and the boundary compares what is written with the entry taken."""
+        return self.take(boundary, actual)
+
+    def stdin_differs(self, entry: CallEntry, written: bytes) -> CallEntry | None:
+        """The entry answering a process taken before its stdin was written, whose
+        stdin ``written`` is not ``entry``'s: ``None`` here (the boundary reports the
+        difference); a chaos replay looks for the recorded call that got it."""
+        return None
+
     def served(self, entry: CallEntry) -> None:
         """Count ``entry`` as served and move virtual time to the end of its call.
 
@@ -338,12 +350,16 @@ class ReplayEngine:
         done.check_no_crash()
         if self._invariants is not None:
             self._invariants.check("session", None)
-        done.check_unconsumed(self._index.remaining())
+        done.check_unconsumed(self._unconsumed())
         updater = self.updater
         done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:
             raise ReplayMismatch(done.report)
         return done.report
+
+    def _unconsumed(self) -> list[tuple[tuple[str, str], deque[CallEntry]]]:
+        """The queues whose calls left over are reported unconsumed."""
+        return self._index.remaining()
 
     def close(self, exc: BaseException | None) -> bool:
         """Finish the replay; return whether ``exc`` reproduces the recorded crash."""

@@ -288,7 +288,8 @@ class Outcome:
 
     # -- the report -----------------------------------------------------------------
 
-    def _context_for(self, first: Mismatch | None) -> list[str]:
+    def context_for(self, first: Mismatch | None) -> list[str]:
+        """One line for each of the last calls of ``first``'s worker before it."""
         if first is None or first.seq is None:
             return []
         before = [
@@ -331,5 +332,5 @@ class Outcome:
             workers=rec.worker_ids(),
             warnings=list(self._warnings),
         )
-        report.context = self._context_for(report.first)
+        report.context = self.context_for(report.first)
         return report

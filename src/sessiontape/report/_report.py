@@ -99,6 +99,9 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     rewrites: list[Rewrite] = []
     #: Where the changed tape was written (``None``: nothing was written).
     rewritten_to: str | None = None
+    #: What the tape is, when it is a saved chaos schedule: the schedule, the failure it
+    #: was saved with, and the workers stopped where the schedule stopped them.
+    saved_schedule: str | None = None
 
     compute_ok = staticmethod(compute_ok)
 
@@ -236,6 +239,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
         lines = [self._headline(style, first), self._counts()]
         if self.workers:
             lines.append(f"workers: {', '.join(self.workers)}")
+        if self.saved_schedule:
+            lines.append(f"saved schedule: {self.saved_schedule}")
         lines.extend(render_rewrites(self.rewrites, self.rewritten_to))
         if first is not None and self.context:
             lines.append("context before the divergence:")
