@@ -346,6 +346,11 @@ class ChaosEngine(ReplayEngine):
             self._fail(found[0], self.scrubber.text(found[1]), None)
         return self._failure_first(report)
 
+    def _check_the_end(self, outcome: Any) -> None:
+        # Stopped: the run did not reach its end (the verdict's checks are its own).
+        if self._verdict is None:
+            super()._check_the_end(outcome)
+
     def _unconsumed(self) -> list[tuple[tuple[str, str], deque[CallEntry]]]:
         # Calls a schedule did not make are its consequence (it stopped, or another order
         # made fewer calls), never a finding: none is reported unconsumed.

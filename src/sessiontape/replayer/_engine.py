@@ -345,17 +345,22 @@ class ReplayEngine:
         done = self._outcome
         if done.report is not None:
             return done.report
-        if outcome is not UNSET and self.recording.end is not None:
-            done.check_outcome(self.data(outcome))
-        done.check_no_crash()
-        if self._invariants is not None:
-            self._invariants.check("session", None)
+        self._check_the_end(outcome)
         done.check_unconsumed(self._unconsumed())
         updater = self.updater
         done.report = done.build_report() if updater is None else updater.finish(self.noise)
         if done.strict and not done.report.ok:
             raise ReplayMismatch(done.report)
         return done.report
+
+    def _check_the_end(self, outcome: Any) -> None:
+        """The checks of a run that reached its end: outcome, crash, invariants."""
+        done = self._outcome
+        if outcome is not UNSET and self.recording.end is not None:
+            done.check_outcome(self.data(outcome))
+        done.check_no_crash()
+        if self._invariants is not None:
+            self._invariants.check("session", None)
 
     def _unconsumed(self) -> list[tuple[tuple[str, str], deque[CallEntry]]]:
         """The queues whose calls left over are reported unconsumed."""

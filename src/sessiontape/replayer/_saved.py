@@ -9,7 +9,8 @@ schedule stopped it: at its first call once every saved call of that worker is s
 before the call runs (a store call would change the state the failure is about), with
 :class:`ScheduleStopped`, which ends the thread quietly. The failure found is then
 first and alone: no call past the schedule's end becomes a mismatch, and the recorded
-outcome (of the whole production run) is not compared once a worker was stopped.
+outcome, the recorded crash and the invariants at the end (of the whole production run)
+are not checked once a worker was stopped.
 
 A worker that still has saved calls left and makes another call has diverged, and is
 reported as in any replay. A schedule whose failure no longer happens (the race is
@@ -64,11 +65,15 @@ class SavedScheduleEngine(ReplayEngine):
         if not isinstance(exc, ScheduleStopped):
             super().application_error(exc, frame)
 
+    def _check_the_end(self, outcome: Any) -> None:
+        # A run stopped where the schedule stopped did not reach the recorded end: its
+        # outcome, whether it crashed, and its state then say nothing.
+        if not self.stopped:
+            super()._check_the_end(outcome)
+
     def finish(self, outcome: Any = UNSET) -> ReplayReport:
         if self._outcome.report is not None:
             return self._outcome.report
-        if self.stopped:
-            outcome = UNSET  # the schedule ended before the recorded end
         report = super().finish(outcome)
         report.saved_schedule = self._note()
         return report

@@ -85,20 +85,21 @@ class Trace:
     def replace(self, worker: str, entry: CallEntry, other: CallEntry, named: bool) -> None:
         """``worker``'s last call answered by ``entry`` is answered by ``other`` instead."""
         order = self.order_of(worker, entry)
+        if order is None:
+            return
         _, boundary, _, request = self.calls[order - 1]
         self.calls[order - 1] = (worker, boundary, other, request)
         self.renamed.discard(order)
         if named:
             self.renamed.add(order)
 
-    def order_of(self, worker: str, entry: CallEntry) -> int:
-        """The order of ``worker``'s last call answered by ``entry``."""
+    def order_of(self, worker: str, entry: CallEntry) -> int | None:
+        """The order of ``worker``'s last call answered by ``entry`` (``None``: none)."""
         calls = self.calls
-        return next(
-            n
-            for n in range(len(calls), 0, -1)
-            if calls[n - 1][2] is entry and calls[n - 1][0] == worker
-        )
+        for order in range(len(calls), 0, -1):
+            if calls[order - 1][2] is entry and calls[order - 1][0] == worker:
+                return order
+        return None
 
     def described(self) -> DescribedCalls:
         """The calls as they ran, described when first read."""
