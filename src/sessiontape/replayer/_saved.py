@@ -25,7 +25,7 @@ from typing import Any
 
 from .._context import worker_var
 from ..cassette import CallEntry, Recording, SavedSchedule
-from ..report import ReplayReport
+from ..report import ReplayMismatch, ReplayReport
 from ._engine import UNSET, ReplayEngine
 from ._scheduler import ScheduleStopped
 
@@ -74,7 +74,11 @@ class SavedScheduleEngine(ReplayEngine):
     def finish(self, outcome: Any = UNSET) -> ReplayReport:
         if self._outcome.report is not None:
             return self._outcome.report
-        report = super().finish(outcome)
+        try:
+            report = super().finish(outcome)
+        except ReplayMismatch as exc:  # strict: the report says what the tape is all the same
+            exc.report.saved_schedule = self._note()
+            raise
         report.saved_schedule = self._note()
         return report
 
