@@ -39,7 +39,6 @@ from sessiontape.cassette import (
 )
 from test_cassette import EVERY_KIND
 
-
 #: The module writes damaged tapes, read lazily.
 pytestmark = pytest.mark.writes_invalid_tapes
 
