@@ -18,7 +18,7 @@ import sessiontape
 from sessiontape.cassette import AgentTurn, ProcessCall, ShrunkFrom
 from sessiontape.cli._pool import Signature, signature_of_mismatch
 from sessiontape.cli._reduce import Tape
-from sessiontape.cli._shapes import call_shape
+from sessiontape.report import call_shape
 
 from .conftest import Cli
 

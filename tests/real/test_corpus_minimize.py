@@ -20,7 +20,7 @@ import pytest
 import sessiontape
 from sessiontape.cassette import is_cassette
 from sessiontape.cli import main
-from sessiontape.cli._shapes import call_shape
+from sessiontape.report import call_shape
 
 from . import shrinkapps
 

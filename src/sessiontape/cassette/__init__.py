@@ -6,6 +6,7 @@ replay or boundaries. Every other layer imports it through this module.
 
 from __future__ import annotations
 
+from ._copy import copy_payloads
 from ._depth import MAX_DEPTH
 from ._entries import (
     BOUNDARY_AGENT,
@@ -85,6 +86,7 @@ from ._payload import (
 from ._recording import Recording, SeqGaps
 from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
+from ._tree import CallTree, is_call
 from ._writer import (
     CassetteWriter,
     beside,
@@ -113,6 +115,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CallEntry",
+    "CallTree",
     "CassetteWriter",
     "Chunk",
     "Entry",
@@ -150,6 +153,7 @@ __all__ = [
     "beside",
     "boundary_of",
     "check_rewritable",
+    "copy_payloads",
     "damaged_line",
     "decode_header",
     "digest",
@@ -159,6 +163,7 @@ __all__ = [
     "exact_bytes",
     "exact_form",
     "exact_request",
+    "is_call",
     "is_cassette",
     "line_numbers",
     "load",

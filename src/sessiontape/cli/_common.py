@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import sys
 import tempfile
 import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
 
@@ -21,16 +20,18 @@ from ..cassette import (
     AgentTurn,
     Call,
     CallEntry,
+    CallTree,
     Entry,
     ProcessCall,
     Recording,
     SeqGaps,
     StoreMutation,
     encode_entry,
+    is_call,
     is_cassette,
     load,
 )
-from ..report import describe
+from ..report import command_name, describe
 
 __all__ = [
     "EXIT_CODES",
@@ -235,36 +236,6 @@ def what(entry: Entry, *, width: int = 60) -> str:
     return text[len(head) :] if text.startswith(head) else text
 
 
-# A subcommand: a word, not a path, a file name or a sentence (`git merge`, `gh pr`).
-_SUBCOMMAND: Final = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
-
-
-def command_name(argv: Sequence[str]) -> str:
-    """The program's base name and its first subcommand: ``git -C {repo} merge x`` -> ``git merge``.
-
-    The value right after a two-letter option (``-C dir``, ``-c key=value``) is skipped, as
-    it most likely belongs to the option; the first remaining argument that is a plain word
-    is the subcommand. A program without one is named alone (``sh -c '...'`` -> ``sh``).
-    """
-    if not argv:
-        return "?"
-    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1] or argv[0]
-    skip_next = False
-    for arg in argv[1:]:
-        if skip_next:
-            skip_next = False
-            continue
-        if arg == "--":
-            continue
-        if arg.startswith("-"):
-            skip_next = len(arg) == 2
-            continue
-        if _SUBCOMMAND.fullmatch(arg):
-            return f"{program} {arg}"
-        break
-    return program
-
-
 def plural(count: int, word: str, words: str | None = None) -> str:
     """``1 entry``, ``2 entries``: a count with its noun."""
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
@@ -296,48 +267,6 @@ def entry_data(entry: Entry) -> dict[str, Any]:
     """The entry as JSON builtins, ``kind`` included: what a cassette line holds."""
     data: dict[str, Any] = msgspec.to_builtins(entry)
     return data
-
-
-class CallTree:
-    """The parent links of a recording as a tree: children, depths and top-level roots.
-
-    A parent that is not in the recording (a call still open when the session crashed, or
-    one cut out of a slice) makes its child a root: the tree only links what is there.
-    """
-
-    __slots__ = ("children", "depth", "root_of")
-
-    def __init__(self, entries: Iterable[Entry]) -> None:
-        links = [(entry.seq, entry.parent) for entry in entries]
-        self._link([seq for seq, _ in links], [parent for _, parent in links])
-
-    @classmethod
-    def of(cls, seqs: Sequence[int], parents: Sequence[int | None]) -> CallTree:
-        """The tree of the entries with these seqs and parents (in seq order)."""
-        tree = cls.__new__(cls)
-        tree._link(seqs, parents)
-        return tree
-
-    def _link(self, seqs: Sequence[int], parents: Sequence[int | None]) -> None:
-        # Every entry a root at depth 0 (in C), then those with a parent linked to it.
-        self.children: dict[int, list[int]] = {}
-        self.depth: dict[int, int] = dict.fromkeys(seqs, 0)
-        self.root_of: dict[int, int] = dict(zip(seqs, seqs, strict=True))
-        depth, root_of, children = self.depth, self.root_of, self.children
-        # Seq order puts every parent before its children (seqs are reserved at call start).
-        for seq, parent in zip(seqs, parents, strict=True):
-            if parent is not None and parent < seq and parent in depth:
-                children.setdefault(parent, []).append(seq)
-                depth[seq] = depth[parent] + 1
-                root_of[seq] = root_of[parent]
-
-    def subtree(self, seq: int) -> Iterator[int]:
-        """``seq`` and every seq nested under it, at any depth."""
-        stack = [seq]
-        while stack:
-            current = stack.pop()
-            yield current
-            stack.extend(self.children.get(current, ()))
 
 
 def load_each(paths: Iterable[str]) -> Iterator[tuple[str, Recording | None]]:
@@ -435,11 +364,6 @@ class Progress:
         percent = 100 * done // self._total
         self._stream.write(f"\r{self._label}: {done:,}/{self._total:,} {self._unit} ({percent}%)")
         self._stream.flush()
-
-
-def is_call(entry: Entry) -> bool:
-    """Whether ``entry`` is a boundary call (not session metadata)."""
-    return isinstance(entry, _CALL_TYPES)
 
 
 def as_call(entry: Entry) -> CallEntry | None:

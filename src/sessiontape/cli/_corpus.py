@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..cassette import is_cassette, load, sidecar_dir
+from ..report import call_shape
 from ._common import CommandError, add_workers_option, plural, print_json
-from ._shapes import call_shape
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
 

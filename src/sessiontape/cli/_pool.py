@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ._common import CommandError, command_name
-from ._shapes import agent_step
+from ..report import agent_step, command_name
+from ._common import CommandError
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess

@@ -22,6 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from ..cassette import (
+    CallTree,
     Entry,
     Error,
     ProcessCall,
@@ -29,9 +30,10 @@ from ..cassette import (
     SessionEnd,
     ShrunkFrom,
     StoreSnapshot,
+    copy_payloads,
+    is_call,
 )
-from ._common import CallTree, is_call
-from ._slice import copy_sidecar_payloads, task_windows_of
+from ._slice import task_windows_of
 
 __all__ = ["Cut", "Tape", "simpler_outputs"]
 
@@ -145,7 +147,7 @@ class Tape:
         entries, origin = self.entries_of(cut, shrunk)
         write_entries(path, entries)
         kept = [self.by_seq[s] for s in origin[1:]]
-        copy_sidecar_payloads(self.recording, kept, path)
+        copy_payloads(self.recording.path, kept, path)
         return origin
 
     # -- units -----------------------------------------------------------------------------

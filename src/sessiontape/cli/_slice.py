@@ -31,7 +31,6 @@ from collections.abc import Collection, Iterator
 from typing import Any, Final
 
 from ..cassette import (
-    Blob,
     CallEntry,
     Entry,
     Patched,
@@ -39,9 +38,8 @@ from ..cassette import (
     Recording,
     SessionEnd,
     SessionStart,
-    Sidecar,
     StoreSnapshot,
-    process_payloads,
+    copy_payloads,
 )
 from ._common import (
     CallTree,
@@ -57,7 +55,6 @@ from ._common import (
 __all__ = [
     "SUMMARY",
     "add_arguments",
-    "copy_sidecar_payloads",
     "run",
     "select",
     "task_windows",
@@ -205,23 +202,6 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     return keep
 
 
-def copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
-    """Copy into the slice's sidecar the payloads its entries keep there."""
-    source, target = Sidecar(recording.path), Sidecar(output)
-    for entry in kept:
-        if isinstance(entry, ProcessCall):
-            for field, payload in process_payloads(entry):
-                if isinstance(payload, Blob) and payload.sidecar:
-                    try:
-                        source.copy_to(target, payload.sha256, gz=payload.gzip)
-                    except FileNotFoundError:
-                        raise CommandError(
-                            f"seq {entry.seq}: the {field} payload's sidecar file "
-                            f"{source.file_for(payload.sha256, gz=payload.gzip)} is missing, "
-                            "so the slice could not keep it. Restore the .blobs directory."
-                        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     """``sessiontape slice``."""
     if not any(
@@ -245,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             kept.append(entry)
     write_entries(args.output, kept)
-    copy_sidecar_payloads(recording, kept, args.output)
+    copy_payloads(recording.path, kept, args.output)
     calls = [e for e in recording.calls if e.seq in keep]
     workers = ", ".join(dict.fromkeys(c.worker for c in calls))
     note = "; the session_end was left out (a partial slice)" if partial else ""

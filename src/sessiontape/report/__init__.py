@@ -8,6 +8,7 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 from __future__ import annotations
 
 from ._advice import suggest_next_step
+from ._calls import agent_step, call_shape, command_name, flag_names
 from ._chaos import (
     SHOWN_PER_WORKER,
     ChaosCall,
@@ -46,12 +47,16 @@ __all__ = [
     "ReplayMismatch",
     "ReplayReport",
     "Rewrite",
+    "agent_step",
+    "call_shape",
     "classify_error",
+    "command_name",
     "compute_ok",
     "describe",
     "diff_values",
     "diff_values_counted",
     "failed",
+    "flag_names",
     "format_ms",
     "jsonable",
     "mask_path",

@@ -1,23 +1,54 @@
-"""Call shapes: what kind of call an entry is, with its particulars left out.
+"""What call an entry is: its identity (``git merge``) and its shape.
 
 Two tapes that run ``git commit -q -m 'one'`` and ``git commit -q -m 'two'`` make a call of
 the same shape, ``process git commit -m -q``: the boundary, and the request normalised to
 what decides which code path the application takes (a process's program, subcommand and
 flag names; a store's operation; an agent's step kind and request keys; a user boundary's
-method). ``corpus`` counts them; ``shrink`` names a failing call by the same identity.
+method). ``corpus`` counts shapes; ``shrink`` names a failing call by the same identity;
+``export --format chrome-trace`` names a process's span by its command.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from ..cassette import AgentTurn, Call, Entry, ProcessCall, StoreMutation
-from ._common import command_name
 
-__all__ = ["agent_step", "call_shape", "flag_names"]
+__all__ = ["agent_step", "call_shape", "command_name", "flag_names"]
 
 #: The keys of an agent request that name the kind of step asked for, in order of preference.
 STEP_KEYS: Final = ("step", "kind", "type", "action", "phase")
+
+# A subcommand: a word, not a path, a file name or a sentence (`git merge`, `gh pr`).
+_SUBCOMMAND: Final = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """The program's base name and its first subcommand: ``git -C {repo} merge x`` -> ``git merge``.
+
+    The value right after a two-letter option (``-C dir``, ``-c key=value``) is skipped, as
+    it most likely belongs to the option; the first remaining argument that is a plain word
+    is the subcommand. A program without one is named alone (``sh -c '...'`` -> ``sh``).
+    """
+    if not argv:
+        return "?"
+    program = argv[0].replace("\\", "/").rsplit("/", 1)[-1] or argv[0]
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "--":
+            continue
+        if arg.startswith("-"):
+            skip_next = len(arg) == 2
+            continue
+        if _SUBCOMMAND.fullmatch(arg):
+            return f"{program} {arg}"
+        break
+    return program
 
 
 def agent_step(request: Any) -> str | None:
