@@ -26,7 +26,7 @@ import pytest
 import sessiontape
 from sessiontape.cassette import AgentTurn, StoreMutation
 from sessiontape.cli import main
-from sessiontape.cli._pool import signature_of_mismatch
+from sessiontape.reduce import signature_of_mismatch
 
 from . import shrinkapps
 
