@@ -9,12 +9,13 @@ process's program, subcommand and flag names, a store's operation, an agent's st
 and request keys, a user boundary's method). With ``--coverage SRC`` it also covers the
 lines of SRC its replay executes (coverage.py, the ``coverage`` extra).
 
-``--minimize`` picks the smallest set of tapes that covers everything the whole corpus
-covers (greedy set cover: the tape adding most first, the shorter of two equal ones), so
-the only tape of a shape is always kept, and lists the others; ``--move-to DIR2`` moves
+``--minimize`` picks the smallest set of passing tapes that covers everything the passing
+tapes cover (greedy set cover: the tape adding most first, the shorter of two equal ones),
+so the only tape of a shape is always kept, and lists the others; ``--move-to DIR2`` moves
 those there (their sidecar payloads with them). Nothing is deleted, nothing is written
-over, and only files proven to be cassettes are moved. A tape whose replay fails is
-reported (exit 1) and kept.
+over, and only files proven to be cassettes are moved. A tape whose replay fails covers
+nothing: it is listed as failing (exit 1), stays where it is, and never stands in for a
+passing tape.
 
 DIR may be a store URL (``s3://bucket/tapes``, ``file:///srv/tapes``, ``memory://x``): its
 tapes are read through the local cache as ``list URL`` reads them, and replayed from

@@ -4,11 +4,12 @@ Every tape is replayed as ``pytest --replay DIR`` replays it (through the projec
 ``sessiontape_replay`` hook, spread over worker processes as ``-n`` spreads it), and
 covers the call shapes it replays (``report.call_shape``: the boundary and the normalised
 request) and, with ``coverage``, the lines of that folder its replay executes
-(coverage.py). The tapes to keep are the smallest set that covers everything the whole
-corpus covers (greedy set cover: the tape adding most first, the shorter of two equal
-ones), so the only tape of a shape is always kept. :func:`move_out` moves the others to
-another folder, with their sidecar payloads: nothing is deleted, nothing is written over,
-and only files proven to be cassettes are moved.
+(coverage.py). A tape whose replay fails covers nothing: it is listed as failing, and never
+stands in for a passing one. The tapes to keep are the smallest set of passing tapes that
+covers everything the passing tapes cover (greedy set cover: the tape adding most first,
+the shorter of two equal ones), so the only tape of a shape is always kept.
+:func:`move_out` moves the others to another folder, with their sidecar payloads: nothing
+is deleted, nothing is written over, and only files proven to be cassettes are moved.
 """
 
 from __future__ import annotations
@@ -54,15 +55,16 @@ class CorpusResult:
     """What :func:`survey` found: every tape, and which of them keep everything covered."""
 
     tapes: list[CorpusTape]
-    #: The smallest set that covers all the corpus covers, by name.
+    #: The smallest set of passing tapes that covers all the passing tapes cover, by name.
     keep: list[CorpusTape]
-    #: The other tapes: each adds nothing the kept ones do not cover.
+    #: The other passing tapes: each adds nothing the kept ones do not cover.
     redundant: list[CorpusTape]
-    #: Tapes whose replay failed.
+    #: Tapes whose replay failed: they cover nothing, are neither kept in the place of a
+    #: passing tape nor redundant, and stay where they are.
     failing: list[CorpusTape]
-    #: How many tapes hold each call shape.
+    #: How many passing tapes hold each call shape.
     shapes: Counter[str]
-    #: Every line the replays ran (empty without ``coverage``).
+    #: Every line the passing replays ran (empty without ``coverage``).
     lines: frozenset[str]
 
 
@@ -109,27 +111,30 @@ def survey(
         tape.problem = "" if tape.passed else verdict.summary or "its replay failed"
         tape.lines = verdict.lines
         tape.features = {f"shape {s}" for s in tape.shapes} | {f"line {n}" for n in tape.lines}
-    keep = _cover(found)
+    # A tape whose replay fails covers nothing: what it holds was not shown to replay.
+    covering = [t for t in found if t.passed]
+    keep = _cover(covering)
     kept = {t.name for t in keep}
     return CorpusResult(
         tapes=found,
         keep=keep,
-        redundant=[t for t in found if t.name not in kept],
+        redundant=[t for t in covering if t.name not in kept],
         failing=[t for t in found if not t.passed],
-        shapes=Counter(s for t in found for s in t.shapes),
-        lines=frozenset().union(*(t.lines for t in found)) if found else frozenset(),
+        shapes=Counter(s for t in covering for s in t.shapes),
+        lines=frozenset().union(*(t.lines for t in covering)) if covering else frozenset(),
     )
 
 
 def _cover(tapes: list[CorpusTape]) -> list[CorpusTape]:
-    """Greedy set cover: tapes that fail are kept as they are; then, while something is
-    uncovered, the tape that covers most of it (fewer entries first on a tie)."""
-    keep = [t for t in tapes if not t.passed or t.skipped]
+    """Greedy set cover of passing tapes: those pytest does not collect are kept as they
+    are; then, while something is uncovered, the tape that covers most of it (fewer
+    entries first on a tie)."""
+    keep = [t for t in tapes if t.skipped]
     covered: set[str] = set()
     for tape in keep:
         covered |= tape.features
     wanted = set().union(*(t.features for t in tapes)) - covered if tapes else set()
-    candidates = [t for t in tapes if t.passed and not t.skipped]
+    candidates = [t for t in tapes if not t.skipped]
     while wanted:
         best = max(candidates, key=lambda t: (len(t.features & wanted), -t.entries, t.name))
         gain = best.features & wanted
