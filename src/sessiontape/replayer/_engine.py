@@ -121,6 +121,8 @@ class ReplayEngine:
         self._sequencers = {
             name: Sequencer(seqs, order_timeout) for name, seqs in index.verify_order.items()
         }
+        #: Workers whose calls not yet made no longer hold up the order (``_stopped``).
+        self._abandoned: set[str] = set()
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode).
         self.updating = update
@@ -242,6 +244,7 @@ class ReplayEngine:
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error raised when a call has no recorded answer."""
         worker = worker_var.get()
+        self._stopped(worker)
         return UnrecordedCallError(
             f"sessiontape: worker {worker!r}: {what} has no recorded answer on "
             f"{self.recording.path}; see the replay report.",
@@ -271,7 +274,9 @@ class ReplayEngine:
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker's thread (or task)."""
-        self._outcome.application_error(exc, worker_var.get(), frame)
+        worker = worker_var.get()
+        self._outcome.application_error(exc, worker, frame)
+        self._stopped(worker)
 
     # -- ordering of verify boundaries --------------------------------------------------
 
@@ -291,6 +296,26 @@ class ReplayEngine:
                 f"the calls of {name} can no longer run in the recorded order; the rest "
                 "of this replay runs them as they come.",
             )
+
+    def _stopped(self, worker: str) -> None:
+        """``worker`` was told a call has no recorded answer, or its thread died: the
+        replay has failed, and the verify calls it has not made yet most likely never
+        come. A call waiting for its turn behind one of them stops waiting now, as it
+        would once the order timeout ran out (an ``order_mismatch`` naming that call),
+        instead of waiting the timeout out."""
+        if not self._sequencers or worker in self._abandoned:
+            return
+        self._abandoned.add(worker)
+        # list() copies in one step (C code, under the GIL): another thread of the same
+        # worker may be taking from these queues.
+        seqs = [
+            entry.seq
+            for (_, owner), queue in list(self._index.queues.items())
+            if owner == worker
+            for entry in list(queue)
+        ]
+        for sequencer in self._sequencers.values():
+            sequencer.abandon(seqs)
 
     def turn_done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 __all__ = ["Sequencer"]
 
@@ -13,7 +13,10 @@ class Sequencer:
 
     Concurrent workers race for shared state; replaying a store faithfully means letting
     them through in the order production saw. A call waits (real time, bounded) until
-    every earlier recorded call of the same store has run.
+    every earlier recorded call of the same store has run, or until the call it waits
+    behind is :meth:`abandon`-ed: its worker was told a call has no recorded answer, or
+    its thread died, so it will most likely never make it (a replay that fails early, as
+    most of shrink's candidates do, does not wait out the time limit behind it).
     """
 
     def __init__(self, seqs: Sequence[int], timeout: float) -> None:
@@ -29,6 +32,8 @@ class Sequencer:
         self._timeout = timeout
         #: Set once a call waited in vain: the rest of the replay runs calls as they come.
         self.broken = False
+        #: Positions of the calls whose worker stopped before making them.
+        self._abandoned: set[int] = set()
 
     def wait_turn(self, seq: int) -> int | None:
         """Wait until ``seq`` is next; return the seq it waited on in vain, or None."""
@@ -40,14 +45,32 @@ class Sequencer:
         with self._cond:
             self._waiting += 1
             try:
-                ok = self._cond.wait_for(lambda: self._cursor >= index, timeout=self._timeout)
+                self._cond.wait_for(
+                    lambda: self._cursor >= index or self.broken or self._cursor in self._abandoned,
+                    timeout=self._timeout,
+                )
             finally:
                 self._waiting -= 1
-            if not ok:
-                self.broken = True
+            if self._cursor >= index or self.broken:
+                # Its turn; or another call gave the order up, and this one runs as it
+                # comes (it does not wait out a timeout of its own, nor report it again).
+                return None
+            # Timed out, or the call at the cursor will not come: give up the order.
+            self.broken = True
+            self._cond.notify_all()
+            return next(s for s, i in self._index.items() if i == self._cursor)
+
+    def abandon(self, seqs: Iterable[int]) -> None:
+        """The recorded calls ``seqs`` (of a worker that stopped) will not come: a call
+        waiting behind one of them stops waiting now. Seqs of other stores are ignored."""
+        with self._lock:
+            cursor = self._cursor
+            for seq in seqs:
+                index = self._index.get(seq)
+                if index is not None and index >= cursor:
+                    self._abandoned.add(index)
+            if self._waiting:
                 self._cond.notify_all()
-                return next(s for s, i in self._index.items() if i == self._cursor)
-        return None
 
     def done(self, seq: int) -> None:
         """Mark ``seq`` as run, letting the next recorded call through."""
