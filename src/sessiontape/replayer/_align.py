@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
+
 from .._context import worker_var
 from ..cassette import BOUNDARY_PROCESS, CallEntry, Recording, boundary_of, request_of
 from ..report import Candidate, MismatchKind, describe, nearest_candidate
 from ._index import TapeIndex
-from ._match import Matcher, Noise, compare
+from ._match import Matcher, Noise, compare, matches
 from ._outcome import Outcome
 
 __all__ = ["Aligner", "Normalize"]
@@ -49,15 +51,25 @@ class Aligner:
     def _compare(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> Any:
         return compare(boundary, request_of(entry), actual, noise=self.noise, matcher=self._matcher)
 
+    def _matches(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> bool:
+        return matches(boundary, request_of(entry), actual, noise=self.noise, matcher=self._matcher)
+
     def nearest(self, boundary: str, actual: Mapping[str, Any]) -> Candidate | None:
         """The recorded call of ``boundary`` closest to ``actual``, as a hint."""
         hidden = self._index.hidden
         candidates = (
-            (e.seq, e.worker, request_of(e), describe(e))
+            (e.seq, e.worker, request_of(e), "")
             for e in self._recording.calls
             if boundary_of(e) == boundary and e.seq not in hidden
         )
-        return nearest_candidate(dict(actual), candidates)
+        found = nearest_candidate(dict(actual), candidates)
+        if found is None:
+            return None
+        # Described once, the one found: describing every call scanned cost more than the
+        # scan (a failing replay looks for the nearest call at each call the tape lacks).
+        entry = self._recording.by_seq(found.seq)
+        summary = describe(entry) if entry is not None else ""
+        return msgspec.structs.replace(found, summary=summary)
 
     @staticmethod
     def _same_call(boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> bool:
@@ -106,7 +118,7 @@ class Aligner:
         # Does a later entry match? Then the code skipped the ones before it.
         for offset in range(1, min(self.lookahead, len(queue) - 1) + 1):
             later = queue[offset]
-            if not self._compare(boundary, later, actual)[0]:
+            if self._matches(boundary, later, actual):
                 for _ in range(offset):
                     skipped = queue.popleft()
                     outcome.mismatch(

@@ -15,7 +15,7 @@ from typing import Any, Final
 from .._errors import UsageError
 from ..report import FieldDiff, diff_values_counted
 
-__all__ = ["MASKED", "Matcher", "Noise", "compare"]
+__all__ = ["MASKED", "Matcher", "Noise", "compare", "matches"]
 
 #: What a masked field reads as on both sides.
 MASKED: Final = "<masked>"
@@ -255,6 +255,28 @@ def _mask(value: Any, path: tuple[str | int, ...]) -> Any:
 
 
 Matcher = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
+
+
+def matches(
+    boundary: str,
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    *,
+    noise: Noise,
+    matcher: Matcher | None = None,
+) -> bool:
+    """Whether :func:`compare` would find no diffs, without building them: equal as they
+    are, equal once noise is applied, or accepted by a custom matcher. (A field diff never
+    makes two requests match that are not equal: :func:`compare` reports requests equal
+    field by field yet unequal as rejected.) The lookahead asks this of many entries."""
+    if expected == actual:
+        return True
+    if noise.applies_to(boundary):
+        expected = noise.apply(boundary, expected)
+        actual = noise.apply(boundary, actual)
+        if expected == actual:
+            return True
+    return matcher is not None and matcher(boundary, expected, actual) is True
 
 
 def compare(
