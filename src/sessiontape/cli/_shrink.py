@@ -113,6 +113,8 @@ def _report(args: argparse.Namespace, result: ShrinkResult) -> int:
         "seconds_per_candidate": (
             round(result.seconds / result.candidates, 4) if result.candidates else None
         ),
+        "search_seconds": round(result.search_seconds, 3),
+        "replay_seconds": round(result.replay_seconds, 4),
         "steps": result.steps,
         "interrupted": result.interrupted,
         "budget_spent": result.budget_spent,

@@ -26,7 +26,7 @@ from ._errors import ReduceError
 from ._pool import Pool
 from ._search import Search, ShrinkProgress
 from ._until import Until
-from ._verdict import Oracle, Signature
+from ._verdict import Oracle, Signature, Verdict
 
 __all__ = ["ShrinkResult", "check_output", "shrink"]
 
@@ -46,6 +46,12 @@ class ShrinkResult:
     candidates: int
     #: Wall seconds of the whole shrink, workers' start included.
     seconds: float
+    #: Wall seconds of the search alone: from the tape's own first replay (the workers
+    #: started) to the last candidate.
+    search_seconds: float = 0.0
+    #: Seconds the tape's own replay took in a worker (its first, which pays the
+    #: worker's first-use imports).
+    replay_seconds: float = 0.0
     #: How many candidates each reduction had accepted (``{"tasks": 2, ...}``).
     steps: dict[str, int] = field(default_factory=dict)
     #: Ctrl-C stopped the search: ``output`` holds the best tape so far.
@@ -107,11 +113,14 @@ def shrink(
     interrupted = False
     with tempfile.TemporaryDirectory(prefix="sessiontape-shrink-") as work:
         try:
-            search = _prepare(source, out, cuts, oracle, Path(work), deadline, timeout, progress)
+            search, first = _prepare(
+                source, out, cuts, oracle, Path(work), deadline, timeout, progress
+            )
             try:
                 search.run()
             except KeyboardInterrupt:
                 interrupted = True
+            searched = time.monotonic() - search.started
         finally:
             oracle.close()
     written = load(out)
@@ -123,6 +132,8 @@ def shrink(
         failure=search.signature,
         candidates=search.tried,
         seconds=time.monotonic() - started,
+        search_seconds=searched,
+        replay_seconds=first.seconds,
         steps=dict(search.steps),
         interrupted=interrupted,
         budget_spent=search.out_of_time,
@@ -138,8 +149,9 @@ def _prepare(
     deadline: float | None,
     timeout: float | None,
     progress: Callable[[ShrinkProgress], None] | None,
-) -> Search:
-    """Replay the tape as it is; refuse one that passes; write it renumbered as the start."""
+) -> tuple[Search, Verdict]:
+    """Replay the tape as it is; refuse one that passes; write it renumbered as the start.
+    The search, and the verdict of the tape's own replay."""
     (verdict,) = oracle.run([source])
     if verdict.lost:
         raise ReduceError(
@@ -168,7 +180,7 @@ def _prepare(
         cuts, oracle, verdict.signature, work, output, deadline, progress or _no_progress
     )
     search.start(verdict)
-    return search
+    return search, verdict
 
 
 def _no_progress(progress: ShrinkProgress) -> None:
