@@ -25,7 +25,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,13 +138,23 @@ def batch_jobs(jobs: int, workers: int, steps: int) -> list[dict[str, Any]]:
     ]
 
 
-def _work(
-    queue: Any, name: str, planted: str | None, done: list[str], errors: list[BaseException]
-) -> None:
-    try:
-        _jobs(queue, name, planted, done)
-    except BaseException as exc:  # handed to the main thread, which raises it
-        errors.append(exc)
+def in_threads(work: Callable[[str], None], workers: int) -> list[BaseException]:
+    """Run ``work(name)`` on a thread per worker (``worker-0``...) and wait for them all;
+    the errors they raised, for the main thread to raise."""
+    errors: list[BaseException] = []
+
+    def guarded(name: str) -> None:
+        try:
+            work(name)
+        except BaseException as exc:  # handed to the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(f"worker-{w}",)) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
 
 
 def _jobs(queue: Any, name: str, planted: str | None, done: list[str]) -> None:
@@ -172,16 +182,8 @@ def run_batch(tape: sessiontape.Tape, jobs: int = 36, workers: int = 3, steps: i
     )
     planted = os.environ.get(PLANT)
     done: list[str] = []
-    errors: list[BaseException] = []
     with tape.patch_subprocess():
-        threads = [
-            threading.Thread(target=_work, args=(queue, f"worker-{w}", planted, done, errors))
-            for w in range(workers)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        errors = in_threads(lambda name: _jobs(queue, name, planted, done), workers)
     if errors:
         raise errors[0]
     return tape.finish(outcome={"done": len(done)})
@@ -306,24 +308,14 @@ def run_ledger(tape: sessiontape.Tape, workdir: Path, tasks: int = 9, workers: i
     agent = tape.agent(Reviewer(), method="advise", result_type=Advice)
     planted = os.environ.get(PLANT)
     done: list[str] = []
-    errors: list[BaseException] = []
-
-    def work(name: str) -> None:
-        try:
-            _ledger_worker(name, repo, backlog, agent, planted, done)
-        except BaseException as exc:  # handed to the main thread, which raises it
-            errors.append(exc)
-
     with tape.patch_subprocess():
         repo.mkdir(parents=True, exist_ok=True)
         _git(repo, "init", "-q", "-b", "main")
         _git(repo, "config", "user.email", "ledger@example.com")
         _git(repo, "config", "user.name", "ledger")
-        threads = [threading.Thread(target=work, args=(f"worker-{w}",)) for w in range(workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        errors = in_threads(
+            lambda name: _ledger_worker(name, repo, backlog, agent, planted, done), workers
+        )
     if errors:
         raise errors[0]
     return tape.finish(outcome={"done": sorted(done)})

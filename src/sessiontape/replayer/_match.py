@@ -257,6 +257,27 @@ def _mask(value: Any, path: tuple[str | int, ...]) -> Any:
 Matcher = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
 
 
+def _differing(
+    boundary: str,
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    noise: Noise,
+    matcher: Matcher | None,
+) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """``None`` when the requests match (equal as they are, equal once noise is applied,
+    or accepted by a custom matcher); otherwise the two as compared, noise applied."""
+    if expected == actual:
+        return None
+    if noise.applies_to(boundary):
+        expected = noise.apply(boundary, expected)
+        actual = noise.apply(boundary, actual)
+        if expected == actual:
+            return None
+    if matcher is not None and matcher(boundary, expected, actual) is True:
+        return None
+    return expected, actual
+
+
 def matches(
     boundary: str,
     expected: Mapping[str, Any],
@@ -265,18 +286,11 @@ def matches(
     noise: Noise,
     matcher: Matcher | None = None,
 ) -> bool:
-    """Whether :func:`compare` would find no diffs, without building them: equal as they
-    are, equal once noise is applied, or accepted by a custom matcher. (A field diff never
-    makes two requests match that are not equal: :func:`compare` reports requests equal
-    field by field yet unequal as rejected.) The lookahead asks this of many entries."""
-    if expected == actual:
-        return True
-    if noise.applies_to(boundary):
-        expected = noise.apply(boundary, expected)
-        actual = noise.apply(boundary, actual)
-        if expected == actual:
-            return True
-    return matcher is not None and matcher(boundary, expected, actual) is True
+    """Whether :func:`compare` would find no diffs, without building them. (A field diff
+    never makes two requests match that are not equal: :func:`compare` reports requests
+    equal field by field yet unequal as rejected.) The lookahead asks this of many
+    entries."""
+    return _differing(boundary, expected, actual, noise, matcher) is None
 
 
 def compare(
@@ -292,17 +306,10 @@ def compare(
     An empty list means they match: equal as they are, equal once noise is applied, or
     accepted by a custom matcher.
     """
-    if expected == actual:
+    differing = _differing(boundary, expected, actual, noise, matcher)
+    if differing is None:
         return [], 0
-    if noise.applies_to(boundary):
-        expected = noise.apply(boundary, expected)
-        actual = noise.apply(boundary, actual)
-        if expected == actual:
-            return [], 0
-    if matcher is not None:
-        verdict = matcher(boundary, expected, actual)
-        if verdict is True:
-            return [], 0
+    expected, actual = differing
     diffs, total = diff_values_counted(expected, actual)
     if not diffs:
         # Equal field by field yet rejected by the custom matcher.
