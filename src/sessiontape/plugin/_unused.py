@@ -17,7 +17,8 @@ import pytest
 
 from ..cassette import is_cassette
 from ..report import MismatchKind, ReplayReport
-from ._options import fixture_nodeid, read_header, run_settings, shown_path
+from ._options import fixture_nodeid, read_header, shown_path
+from ._settings import run_settings
 
 __all__ = ["UNCONSUMED_PROPERTY", "UnusedPlugin", "unconsumed_property"]
 
