@@ -38,6 +38,7 @@ __all__ = [
     "Figure",
     "Measurement",
     "compare",
+    "patch_markdown",
     "ratio_cell",
     "render_section",
     "render_table",
@@ -85,6 +86,13 @@ MEASUREMENTS: Final = (
                 "thread_calls": 300,
                 "thread_rounds": 2,
             },
+            "tiny": {
+                "calls": 20,
+                "batches": 2,
+                "threads": 2,
+                "thread_calls": 10,
+                "thread_rounds": 1,
+            },
         },
         (
             Figure("record_full_us", "recording overhead per call, level full, 1 thread", "µs"),
@@ -95,7 +103,11 @@ MEASUREMENTS: Final = (
     Measurement(
         "replay_call",
         "cases.paired:process_calls",
-        {"full": {"calls": 1000, "batches": 25}, "quick": {"calls": 500, "batches": 8}},
+        {
+            "full": {"calls": 1000, "batches": 25},
+            "quick": {"calls": 500, "batches": 8},
+            "tiny": {"calls": 20, "batches": 2},
+        },
         (
             Figure("replay_call_us", "replay of one process call", "µs"),
             Figure("replay_call_floor_ratio", "replay of one process call / its floor", "×"),
@@ -104,7 +116,11 @@ MEASUREMENTS: Final = (
     Measurement(
         "boundaries",
         "cases.paired:boundary_calls",
-        {"full": {"calls": 1000, "batches": 15}, "quick": {"calls": 300, "batches": 5}},
+        {
+            "full": {"calls": 1000, "batches": 15},
+            "quick": {"calls": 300, "batches": 5},
+            "tiny": {"calls": 12, "batches": 2},
+        },
         (
             Figure("replay_agent_us", "replay of one agent turn", "µs"),
             Figure("replay_store_us", "replay of one store mutation", "µs"),
@@ -114,7 +130,11 @@ MEASUREMENTS: Final = (
     Measurement(
         "corpus",
         "cases.paired:corpus_items",
-        {"full": {"cassettes": 60, "sessions": 3}, "quick": {"cassettes": 60, "sessions": 1}},
+        {
+            "full": {"cassettes": 60, "sessions": 3},
+            "quick": {"cassettes": 60, "sessions": 1},
+            "tiny": {"cassettes": 3, "sessions": 1},
+        },
         (
             Figure(
                 "corpus_ratio",
@@ -128,9 +148,9 @@ MEASUREMENTS: Final = (
     Measurement(
         "startup",
         "cases.paired:start_up",
-        {"full": {"rounds": 5}, "quick": {"rounds": 2}},
+        {"full": {"rounds": 5}, "quick": {"rounds": 2}, "tiny": {"rounds": 1}},
         (
-            Figure("startup_entry_ms", "`sessiontape.plugin` import after pytest's", "ms"),
+            Figure("startup_entry_ms", "`sessiontape.plugin` import after pytest's (CPU)", "ms"),
             Figure(
                 "startup_entry_vs_recording",
                 "the same / pytest-recording's entry point, same runs",
@@ -143,6 +163,25 @@ MEASUREMENTS: Final = (
 )
 #: Every figure, in table order.
 FIGURES: Final = tuple(f for m in MEASUREMENTS for f in m.figures)
+#: The rows of BENCHMARKS.md's summary table that a figure here compares: a piece of the
+#: row's first cell, as ``bench/figures.py`` writes it.
+SUMMARY_ROWS: Final = {
+    "replay_call_us": "replay of one process call (fake runner",
+    "replay_agent_us": "replay of one agent turn",
+    "replay_store_us": "replay of one store mutation",
+    "replay_user_us": "replay of one call on a user boundary",
+    "corpus_ratio": "tiny cassettes through pytest vs",
+    "record_full_us": "recording overhead per call, level full",
+    "record_standard_us": "recording overhead per call, level standard",
+    "record_threads_us": "recording per call in aggregate at",
+    "startup_entry_ms": "pytest11 entry point import",
+    "startup_run_ratio": "one-test pytest run",
+    "startup_record_none_ms": "`import sessiontape` + `record(None)`",
+}
+#: BENCHMARKS.md's markers around the comparison's section.
+BEGIN: Final = "<!-- against:begin -->"
+END: Final = "<!-- against:end -->"
+_COLUMN: Final = "against the previous release"
 #: Pairs per figure when ``--pairs`` is not given.
 DEFAULT_PAIRS: Final = {"full": 7, "quick": 3}
 
@@ -473,3 +512,43 @@ def count_instructions(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"method": "instructions", "old": old.label, "new": new.label, "figures": rows}
+
+
+def _summary_cell(result: dict[str, Any], first_cell: str) -> str:
+    for figure_id, piece in SUMMARY_ROWS.items():
+        if piece in first_cell:
+            return ratio_cell(result, figure_id) or "—"
+    return "—"
+
+
+def patch_markdown(text: str, result: dict[str, Any]) -> str:
+    """BENCHMARKS.md with the comparison in it: the summary table's column "against the
+    previous release" (an earlier comparison's replaced), and the comparison's own section
+    between :data:`BEGIN` and :data:`END` (replaced, or put right after the summary)."""
+    lines = text.split("\n")
+    in_summary = replacing = False
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            in_summary = line == "## Summary"
+            continue
+        if not in_summary or not line.startswith("|"):
+            continue
+        if line.startswith("| figure |"):
+            replacing = f"| {_COLUMN}" in line
+        if replacing:  # drop the last cell: an earlier comparison's
+            line = line.rstrip()[:-1]
+            line = line[: line.rfind("|") + 1]
+        if line.startswith("| figure |"):
+            lines[i] = f"{line} {_COLUMN} ({result['old']}) |"
+        elif line.startswith("|---"):
+            lines[i] = line + "---|"
+        else:
+            lines[i] = f"{line} {_summary_cell(result, line.split(' | ', 1)[0])} |"
+    text = "\n".join(lines)
+    section = "\n".join([BEGIN, *render_section(result), END])
+    if BEGIN in text and END in text:
+        return text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
+    anchor = text.find("\n## ", text.find("## Summary") + 1)
+    if anchor < 0:
+        return text.rstrip("\n") + "\n\n" + section + "\n"
+    return text[: anchor + 1] + section + "\n\n" + text[anchor + 1 :]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from against import ratio_cell, render_section
+from against import BEGIN, END, ratio_cell, render_section
 from gaps import what_it_would_take
 from lanes import saved_section
 from sections import SECTIONS, fmt, mb
@@ -55,7 +55,7 @@ def _summary(results: dict[str, Any]) -> list[str]:
             f"`{against['command']}` (checkout {against['checkout']}, {against['started_at']}; "
             "see the section below).\n"
         )
-        out += render_section(against)
+        out += [BEGIN, *render_section(against), END, ""]
     return out
 
 

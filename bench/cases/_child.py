@@ -27,14 +27,15 @@ for _path in (_SRC, _BENCH):
 
 def main() -> None:
     target, raw = sys.argv[1], sys.argv[2]
+    if os.environ.get("SESSIONTAPE_BENCH_TREE"):
+        import sessiontape
+
+        where = Path(sessiontape.__file__ or "?").resolve()
+        if not where.is_relative_to(_SRC):
+            raise SystemExit(f"{target}: this interpreter imports {where}, not the one in {_SRC}")
     module_name, _, func_name = target.partition(":")
     func = getattr(importlib.import_module(module_name), func_name)
-    result = func(**json.loads(raw))
-    imported = sys.modules.get("sessiontape")
-    where = getattr(imported, "__file__", None)
-    if where is not None and not Path(where).resolve().is_relative_to(_SRC):
-        raise SystemExit(f"{target} measured the sessiontape at {where}, not the one in {_SRC}")
-    print(json.dumps(result))
+    print(json.dumps(func(**json.loads(raw))))
 
 
 if __name__ == "__main__":
