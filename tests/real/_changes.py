@@ -7,8 +7,9 @@
 
 Each of the first three may be guarded by :func:`sessiontape.patched` (old tapes keep the
 old path) or not (the change every run makes); a rename is never guarded (there is no old
-path to keep), so it is not in :data:`ALL`, the changes a tape's markers name. :func:`changed_gardener` installs the gardener subclass into
-``run_session`` for the rest of the test.
+path to keep), so it is not in :data:`ALL`, the changes a tape's markers name.
+:func:`changed_gardener` installs the gardener subclass into ``run_session`` for the rest
+of the test.
 """
 
 from __future__ import annotations
