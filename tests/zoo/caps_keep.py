@@ -137,16 +137,21 @@ def shrink(cell: Cell) -> None:
 
 def _corpus(cell: Cell, *, extra: str) -> tuple[Path, Path]:
     """A corpus of ``a`` and ``b``, the same tape, and ``extra``: ``c``, a tape of the
-    ``patched`` code's new path (a superset of their call shapes), or ``d``, a tape of the
-    ``changed`` code, whose replay under today's code fails. Returns the folder and a
-    folder for what is moved out."""
+    ``patched`` code's new path (a superset of their call shapes), or ``d``, the same calls
+    as ``a`` but another recorded outcome (an incident's tape: today's code ends
+    otherwise), whose replay fails. Returns the folder and a folder for what is moved out."""
     folder = cell.project.path / "tapes"
     cell.recorded(into=folder).rename(folder / "a.jsonl")
     shutil.copy(folder / "a.jsonl", folder / "b.jsonl")
     if extra == "c":
         cell.record_api(folder / "c.jsonl", variant="patched")
     else:
-        cell.recorded("changed", into=folder).rename(folder / "d.jsonl")
+        lines = (folder / "a.jsonl").read_text(encoding="utf-8").splitlines()
+        end = json.loads(lines[-1])
+        assert end["kind"] == "session_end"
+        end["outcome"] = {"incident": "the run ended otherwise"}
+        lines[-1] = json.dumps(end, separators=(",", ":"))
+        (folder / "d.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder, cell.project.path / "attic"
 
 

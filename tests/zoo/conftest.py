@@ -22,7 +22,8 @@ HERE = Path(__file__).resolve().parent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if FULL:
         return
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         is_slow = item.get_closest_marker("zoo") and not item.get_closest_marker("zoo_fast")
         (drop if is_slow and item.path.is_relative_to(HERE) else keep).append(item)

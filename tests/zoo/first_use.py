@@ -46,26 +46,26 @@ def main() -> int:
 
     if hasattr(module, "serve"):
 
-        async def one(workdir: Path) -> None:
+        async def task() -> None:
             try:
                 outcomes.append(await module.serve(sessiontape.record(None)))
             except Exception:
                 errors.append(traceback.format_exc())
 
         async def together() -> None:
-            await asyncio.gather(*(one(w) for w in workdirs))
+            await asyncio.gather(*(task() for _ in workdirs))
 
         asyncio.run(together())
     else:
         barrier = threading.Barrier(count)
 
-        def one(workdir: Path) -> None:
+        def run_one(workdir: Path) -> None:
             barrier.wait()
             outcome = module.run(sessiontape.record(None), workdir)
             with lock:
                 outcomes.append(outcome)
 
-        threads = [threading.Thread(target=one, args=(w,)) for w in workdirs]
+        threads = [threading.Thread(target=run_one, args=(w,)) for w in workdirs]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -164,7 +164,8 @@ class Pipeline:
         tasks = [asyncio.create_task(self.worker(i)) for i in range(1, WORKERS + 1)]
         tasks.append(asyncio.create_task(self.watchdog()))
         await asyncio.gather(*tasks)
-        return self.board.snapshot()
+        outcome: dict[str, Any] = self.board.snapshot()
+        return outcome
 
 
 async def serve(tape: sessiontape.Tape, variant: str = "default") -> dict[str, Any]:

@@ -48,9 +48,10 @@ class Conversation:
     """One ``claude`` process spoken to over stream-json."""
 
     def __init__(self, ids: str, token: str) -> None:
-        mcp = {"mcpServers": {"tracker": {"type": "http", "url": "https://tracker.example/mcp"}}}
+        tracker: dict[str, Any] = {"type": "http", "url": "https://tracker.example/mcp"}
         if token:
-            mcp["mcpServers"]["tracker"]["headers"] = {"Authorization": f"Bearer {token}"}
+            tracker["headers"] = {"Authorization": f"Bearer {token}"}
+        mcp = {"mcpServers": {"tracker": tracker}}
         argv = ["claude", "-p", "--output-format", "stream-json", "--input-format"]
         argv += ["stream-json", "--verbose", "--mcp-config", json.dumps(mcp)]
         env = {**os.environ, "ANTHROPIC_API_KEY": API_KEY}

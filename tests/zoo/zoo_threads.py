@@ -46,8 +46,13 @@ from typing import Any
 import sessiontape
 
 ENTRYPOINT = "zoo-threads"
-TASKS = (("t1", "wire the pump"), ("t2", "oil the gears"), ("t3", "fit the valve"))
-TASKS += (("t4", "seal the tank"), ("t5", "paint the frame"))
+TASKS: tuple[tuple[str, str], ...] = (
+    ("t1", "wire the pump"),
+    ("t2", "oil the gears"),
+    ("t3", "fit the valve"),
+    ("t4", "seal the tank"),
+    ("t5", "paint the frame"),
+)
 WORKERS = 3
 SLOT = 0.1
 BACKOFF = 0.01
@@ -159,11 +164,11 @@ class Shop:
 
     def claim(self, owner: str) -> str | None:
         """The next ready task, claimed for ``owner``; ``None`` when none is left."""
-        while (task := self.backlog.next_ready()) is not None:
-            if self.backlog.claim(task, owner):
+        while True:
+            task: str | None = self.backlog.next_ready()
+            if task is None or self.backlog.claim(task, owner):
                 return task
             time.sleep(BACKOFF)  # another worker took it: back off, look again
-        return None
 
     def build(self, task: str) -> str:
         title = dict(TASKS)[task]
