@@ -159,7 +159,6 @@ FAST: Final = frozenset(
         ("asyncio", "off_concurrent"),
         ("asyncio", "export"),
         ("pool", "record_env"),
-        ("pool", "replay_pytest"),
         ("pool", "token"),
         ("cli", "record_env"),
         ("cli", "replay_pytest"),
