@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, NoReturn
 
 import pytest
 
@@ -43,6 +43,7 @@ __all__ = [
     "recorded_by_fixture",
     "run_settings",
     "shown_path",
+    "update_mode",
 ]
 
 
@@ -247,11 +248,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sessiontape-update",
         dest="sessiontape_update",
-        action="store_true",
-        default=False,
+        action="store_const",
+        const=UPDATE_AUTO,
+        default=None,
         help="rewrite each replayed tape to match today's code where the tape can still "
         "answer (today's requests, today's store results, calls no longer made dropped), "
-        "and list every change; a call the tape cannot answer still fails the test.",
+        "and list every change; a call the tape cannot answer still fails the test. In CI "
+        "(CI set, stdin not a terminal) this means --sessiontape-update=pending.",
+    )
+    # Spelled out whole: argparse matches an option string exactly before it splits at
+    # '=', and a plain flag keeps `--sessiontape-update tests/` a flag and a path.
+    group.addoption(
+        f"--sessiontape-update={UPDATE_PENDING}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_PENDING,
+        help="leave each replayed tape as it is and write its changes beside it "
+        "(NAME.pending), each with an id, for `sessiontape review` (or `sessiontape "
+        "accept`/`reject`); the test fails, naming the command that reviews them.",
+    )
+    group.addoption(
+        f"--sessiontape-update={UPDATE_WRITE}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_WRITE,
+        help="rewrite each replayed tape in place, in CI too.",
     )
     group.addoption(
         "--sessiontape-unused",
@@ -317,8 +338,9 @@ class Settings(NamedTuple):
     offline: bool = False
     #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
     durations: tuple[str, ...] = ()
-    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
-    update: bool = False
+    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code
+    #: (``"pending"``: they write the changes beside them for review instead).
+    update: bool | Literal["pending"] = False
     #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
     live: tuple[str, ...] = ()
     #: ``--sessiontape-unused``: list cassettes and calls no test uses.
@@ -360,7 +382,7 @@ class Settings(NamedTuple):
                 f"pytest --replay cassettes/ --sessiontape-shard {shard}"
             )
         cache: str | None = config.getoption("sessiontape_cache")
-        update = bool(config.getoption("sessiontape_update"))
+        update = update_mode(config.getoption("sessiontape_update"))
         live = tuple(
             part.strip()
             for value in config.getoption("sessiontape_live")
@@ -401,6 +423,32 @@ SETTINGS: Final = pytest.StashKey[Settings]()
 
 def run_settings(config: pytest.Config) -> Settings:
     return config.stash[SETTINGS]
+
+
+#: ``--sessiontape-update`` without a value: in place, or pending in CI.
+UPDATE_AUTO: Final = "auto"
+UPDATE_PENDING: Final = "pending"
+UPDATE_WRITE: Final = "write"
+
+
+def update_mode(value: str | None) -> bool | Literal["pending"]:
+    """What ``--sessiontape-update[=pending|=write]`` asks of each replay: ``False`` (no
+    update), ``True`` (rewrite in place) or ``"pending"``. Plain ``--sessiontape-update``
+    in CI with no terminal is pending: a bot never rewrites a tape unseen (as insta)."""
+    if value is None:
+        return False
+    if value == UPDATE_PENDING:
+        return "pending"
+    if value == UPDATE_AUTO and in_ci() and not _interactive():
+        return "pending"
+    return True
+
+
+def _interactive() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
 
 
 def in_ci() -> bool:

@@ -118,6 +118,8 @@ class _RunPlugin:
         self.reports: list[dict[str, Any]] = []
         #: What updates and live re-records changed, one dict per replayed tape.
         self.rewrites: list[dict[str, Any]] = []
+        #: The end-of-run line about tapes with pending changes (``None``: none).
+        self.pending_line: str | None = None
         self._mirrored: list[tuple[object, str | None]] = []
         #: Set once registered: the plugins registered before are all replayed by then.
         self.configured = False
@@ -185,12 +187,20 @@ class _RunPlugin:
 
         done = sorted(self.rewrites, key=lambda r: str(r.get("tape", "")))
         written = [r for r in done if r.get("written")]
+        pending = [r for r in done if r.get("pending")]
         changes = sum(len(r["rewrites"]) for r in done)
         terminalreporter.section("sessiontape update")
         terminalreporter.write_line(
             f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
             f"{changes} change(s)"
         )
+        if pending:
+            # One line at the end of the run: how many tapes wait for a reviewer, and
+            # the command that reviews them (every pending file under this folder).
+            self.pending_line = (
+                f"sessiontape: {len(pending)} tape(s) with pending changes; review them: "
+                "sessiontape review"
+            )
         for r in done:
             tape = shown_path(Path(str(r["tape"])), self.config)
             rewrites = [
@@ -198,8 +208,12 @@ class _RunPlugin:
             ]
             target = r.get("written")
             shown = shown_path(Path(str(target)), self.config) if target else None
-            for line in render_rewrites(rewrites, shown):
+            waiting = r.get("pending")
+            beside = shown_path(Path(str(waiting)), self.config) if waiting else None
+            for line in render_rewrites(rewrites, shown, beside):
                 terminalreporter.write_line(line)
+        if self.pending_line is not None:
+            terminalreporter.write_line(self.pending_line, yellow=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         target = self.settings.report
@@ -260,6 +274,7 @@ def attach_report(
                     "nodeid": item.nodeid,
                     "tape": report.cassette,
                     "written": report.rewritten_to,
+                    "pending": report.pending_to,
                     "rewrites": [jsonable(r) for r in report.rewrites],
                 },
             )
