@@ -190,8 +190,10 @@ class _RunPlugin:
         pending = [r for r in done if r.get("pending")]
         changes = sum(len(r["rewrites"]) for r in done)
         terminalreporter.section("sessiontape update")
+        unwritten = len(done) - len(written) - len(pending)
+        waiting = f"{len(pending)} with changes pending, " if pending else ""
         terminalreporter.write_line(
-            f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
+            f"{len(written)} tape(s) rewritten, {waiting}{unwritten} not written; "
             f"{changes} change(s)"
         )
         if pending:
