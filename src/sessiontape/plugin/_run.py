@@ -210,8 +210,8 @@ class _RunPlugin:
             ]
             target = r.get("written")
             shown = shown_path(Path(str(target)), self.config) if target else None
-            waiting = r.get("pending")
-            beside = shown_path(Path(str(waiting)), self.config) if waiting else None
+            proposed = r.get("pending")
+            beside = shown_path(Path(str(proposed)), self.config) if proposed else None
             for line in render_rewrites(rewrites, shown, beside):
                 terminalreporter.write_line(line)
         if self.pending_line is not None:
