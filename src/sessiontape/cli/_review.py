@@ -41,6 +41,14 @@ _KEYS: Final = (
     "a accept  r reject  s skip  A/R/S all that remain  d whole entry  o open in viewer  q quit"
 )
 _DECISIONS: Final[dict[str, Decision]] = {"a": "accept", "r": "reject"}
+_WHAT: Final = {
+    "request": "request rewritten",
+    "result": "result rewritten",
+    "outcome": "outcome rewritten",
+    "dropped": "call no longer made, dropped",
+    "added": "call created",
+    "answer": "answer changed, re-recorded live",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,13 +109,14 @@ class _Screen:
 
     def _call(self, label: str, entry: Entry | None) -> None:
         if entry is not None:
-            self.line(f"  {label} seq {entry.seq}: {describe(entry)}")
+            self.line(f"  {label} {describe(entry)}")
 
     def show(self, tape: PendingTape, change: PendingChange, at: int, total: int) -> None:
         before, after = tape.neighbours(change)
         where = f"seq {change.seq}" if change.seq is not None else "new call"
         self.line()
-        self.line(f"[{at}/{total}] {change.id}  {change.category}: {change.change}")
+        what = _WHAT.get(change.change, change.change)
+        self.line(f"[{at}/{total}] {change.id}  {change.category}: {what}")
         self.line(f"  {tape.tape}  {where}  worker {change.worker}  boundary {change.boundary}")
         self._call("before:", before)
         for field in change.fields:
