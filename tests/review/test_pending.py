@@ -13,6 +13,7 @@ import sessiontape
 from sessiontape import CassetteError
 from sessiontape.cassette import load_pending, pending_path
 from sessiontape.review import PendingTape, StalePending, decide
+from sessiontape.review import _pending as review_pending
 
 from ._programs import copy, record, replay, validate
 
@@ -121,3 +122,31 @@ def test_partial_accepts_then_more(tape: Path) -> None:
     [(_, _, saved)] = decide("accept", [first], [tape])
     assert saved.done
     assert replay(tape, word="bonjour", drop_last=True).ok
+
+
+def test_an_accept_cut_between_its_two_writes_completes_when_run_again(
+    tape: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pending file is written (with the decisions and the new tape's SHA-256)
+    before the tape: a crash between the two leaves the old tape, which the next accept
+    recognises and writes."""
+    in_place = copy(tape, "u.jsonl")
+    assert replay(in_place, update=True, word="bonjour", drop_last=True).ok
+    replay(tape, update="pending", word="bonjour", drop_last=True)
+    before = tape.read_bytes()
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("killed")
+
+    monkeypatch.setattr(review_pending, "replace_cassette", crash)
+    with pytest.raises(OSError, match="killed"):
+        decide("accept", [], [tape], every=True)
+    assert tape.read_bytes() == before
+    monkeypatch.undo()
+    assert PendingTape(pending_path(tape)).behind
+    [(_, ids, saved)] = decide("accept", [], [tape], every=True)
+    assert ids == []  # nothing left to decide: the decided tape is written again
+    assert saved.tape == tape
+    assert saved.done
+    assert tape.read_bytes() == in_place.read_bytes()
+    assert not pending_path(tape).exists()

@@ -169,6 +169,14 @@ def update_kills(points: int) -> dict[str, Any]:
         return _update_kills.kill_trials(Path(tmp), points)
 
 
+def accept_kills(points: int) -> dict[str, Any]:
+    warnings.simplefilter("ignore")
+    from safety import _accept_kills
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return _accept_kills.kill_trials(Path(tmp), points)
+
+
 def faults(write_moments: range, fs_moments: range) -> dict[str, Any]:
     from safety import _faults
 
@@ -416,6 +424,18 @@ def _update_row(f: dict[str, Any]) -> list[str]:
         f"| a killed update leaves the old tape or the new one, whole, never a mix | "
         f"{u['points']} kill -9 points over an update's finish of {u['finish_ms']:.0f} ms "
         f"({u['old']} left the old tape, {u['new']} the new one) | {len(u['failures'])} |"
+    ] + _accept_row(f)
+
+
+def _accept_row(f: dict[str, Any]) -> list[str]:
+    a = f.get("accept_kills")
+    if a is None:  # figures of a run from before pending changes
+        return []
+    return [
+        f"| a killed accept leaves the old tape or the new one, whole; accepting again "
+        f"completes | {a['points']} kill -9 points over an accept's writing of "
+        f"{a['finish_ms']:.0f} ms ({a['old']} left the old tape, {a['new']} the new one) | "
+        f"{len(a['failures'])} |"
     ]
 
 
@@ -428,7 +448,7 @@ def write_into(doc: Path, block: str) -> None:
 def failures_of(figures: dict[str, Any]) -> list[str]:
     fz = figures["fuzz"]
     found = [*fz["mutation_failures"], *fz["hypothesis_failures"]]
-    for part in ("kills", "update_kills", "faults", "stress"):
+    for part in ("kills", "update_kills", "accept_kills", "faults", "stress"):
         found += figures.get(part, {"failures": []})["failures"]
     if figures["secrets"]["leaks"]:
         found.append(f"{figures['secrets']['leaks']} secrets leaked")
@@ -459,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             ("fuzz", lambda: fuzz(pool, 8_000 if quick else 104_000, 300 if quick else 4_000)),
             ("kills", lambda: kills(pool, 20 if quick else 200)),
             ("update_kills", lambda: update_kills(10 if quick else 60)),
+            ("accept_kills", lambda: accept_kills(10 if quick else 60)),
             ("faults", lambda: faults(range(14), range(6))),
             ("stress", lambda: stress(1 if quick else 5, 16, 200 if quick else 1_000)),
             ("secrets", lambda: secrets(pool, 1 if quick else 3)),

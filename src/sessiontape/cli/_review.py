@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
             i += 1
     screen.line()
     for tape in tapes:
-        if id(tape) in touched:
+        if id(tape) in touched or tape.behind:
             saved = tape.save()
             if saved.tape is not None:
                 screen.line(f"wrote {saved.tape}")

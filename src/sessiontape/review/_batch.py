@@ -55,6 +55,6 @@ def decide(
     done: list[tuple[PendingTape, list[str], Saved]] = []
     for tape in tapes:
         decided = chosen.get(id(tape))
-        if decided:
-            done.append((tape, decided, tape.save()))
+        if decided or tape.behind:
+            done.append((tape, decided or [], tape.save()))
     return done

@@ -105,6 +105,12 @@ class PendingTape:
         self._decisions: dict[str, Decision | None] = {c.id: c.decision for c in self._file.changes}
         self._recording: Recording | None = None
 
+    @property
+    def behind(self) -> bool:
+        """Whether the tape on disk is the one before an accept that a kill cut short:
+        :meth:`save` writes the decided tape again."""
+        return self._behind
+
     # -- what is pending -----------------------------------------------------------------
 
     @property
