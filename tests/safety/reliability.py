@@ -337,6 +337,7 @@ def render(figures: dict[str, Any]) -> str:
         f"intact, resumable | {k['trials']} kill -9 trials ({k['torn']} left a torn last "
         f"line; {k['lines_min']}-{k['lines_max']} lines) | {len(k['failures'])} |",
         *_update_row(f),
+        *_accept_row(f),
         f"| a recording fault is one warning and a kept prefix, the application unharmed "
         f"| {fa['cases']} fault × moment cases | {len(fa['failures'])} |",
         f"| {st['threads']} threads write whole lines, gapless seqs, each thread in order "
@@ -424,7 +425,7 @@ def _update_row(f: dict[str, Any]) -> list[str]:
         f"| a killed update leaves the old tape or the new one, whole, never a mix | "
         f"{u['points']} kill -9 points over an update's finish of {u['finish_ms']:.0f} ms "
         f"({u['old']} left the old tape, {u['new']} the new one) | {len(u['failures'])} |"
-    ] + _accept_row(f)
+    ]
 
 
 def _accept_row(f: dict[str, Any]) -> list[str]:
