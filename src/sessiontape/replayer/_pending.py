@@ -214,7 +214,9 @@ def _change(
     else:
         notes = by_seq.get(seq, [])
         entry, recorded_seq = changed[seq], seq
-        what = notes[0].change if notes else Change.REQUEST
+        kinds = [n.change for n in notes]
+        # A call re-recorded live is an update, whether or not its request changed too.
+        what = Change.ANSWER if Change.ANSWER in kinds else (kinds[0] if kinds else Change.REQUEST)
     fields: list[FieldChange] = []
     for part_kind, part_seq in sorted(group, key=lambda p: (p[0], abs(p[1]))):
         if part_kind == "changed":
