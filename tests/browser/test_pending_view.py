@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +18,7 @@ from sessiontape.cli._server import ViewerServer
 
 from .conftest import REQUIRED, app
 
-if REQUIRED:  # a missing Playwright fails the session
-    pass
-else:
+if not REQUIRED:  # without Playwright the test is skipped (nox -s browser requires it)
     pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
 
 if TYPE_CHECKING:
@@ -71,8 +70,6 @@ def opened(
 
 
 def test_pending_changes_show_in_place(page: Page, opened: str, pending_tape: Path) -> None:
-    import os
-
     merge = next(
         e.seq
         for e in sessiontape.load(pending_tape).calls
