@@ -15,7 +15,7 @@ from sessiontape.cli import main
 from ._programs import record, replay, validate
 from ._terminal import Terminal
 
-KEYS = "a accept  r reject  s skip"
+KEYS = "a accept  r reject  s skip  A/R/S all that remain  d whole entry  o open in viewer  q quit"
 
 
 def test_review_accept_reject_skip_quit_and_resume(tmp_path: Path) -> None:
@@ -42,10 +42,16 @@ def test_review_accept_reject_skip_quit_and_resume(tmp_path: Path) -> None:
     assert "[2/4] trim-" in shown
     assert "\n  one.jsonl  seq 3  worker main  boundary process\n" in shown
     assert "\n  before: seq 2 main process: " in shown
+    assert shown.startswith("\n> accepted\n")
+    assert "\n  - seq 3 main process: " in shown  # the call dropped, described
     term.send("r")
-    assert "[3/4] fix-" in term.expect(KEYS)
+    shown = term.expect(KEYS)
+    assert shown.startswith("\n> rejected\n")
+    assert "[3/4] fix-" in shown
     term.send("s")
-    assert "[4/4] trim-" in term.expect(KEYS)
+    shown = term.expect(KEYS)
+    assert shown.startswith("\n> skipped\n")
+    assert "[4/4] trim-" in shown
     term.send("q")
     code, rest = term.finish()
     assert code == 0, rest
@@ -70,8 +76,11 @@ def test_review_accept_reject_skip_quit_and_resume(tmp_path: Path) -> None:
     term.send("o")
     address = term.expect("#c=two.jsonl&seq=1")
     assert f"sessiontape serve {two}, then open http://127.0.0.1:8470/" in address
+    again = term.expect(KEYS)
+    assert "[1/2]" not in again  # d and o keep the change: only the keys again
     term.send("A")
     code, rest = term.finish()
+    assert "> 2 changes accepted\n" in rest
     assert code == 0, rest
     assert "2 accepted, 0 rejected" in rest
     assert not pending_path(two).exists()

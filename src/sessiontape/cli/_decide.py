@@ -19,7 +19,17 @@ from ..cassette import Decision
 from ..review import decide, open_pending
 from ._common import plural, print_json
 
-__all__ = ["ACCEPT", "PENDING", "REJECT"]
+__all__ = ["ACCEPT", "PENDING", "REJECT", "WHAT"]
+
+#: What happened to the call, in words, by ``PendingChange.change``.
+WHAT: Final = {
+    "request": "request rewritten",
+    "result": "result rewritten",
+    "outcome": "outcome rewritten",
+    "dropped": "call no longer made, dropped",
+    "added": "call created",
+    "answer": "answer changed, re-recorded live",
+}
 
 
 def _add_paths(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +70,8 @@ class _Pending:
             print(f"{tape.tape}: {plural(len(tape.undecided), 'pending change')}")
             for c in tape.undecided:
                 at = f"seq {c.seq}" if c.seq is not None else "new call"
-                print(f"  {c.id}  {c.category:<6} {at} ({c.worker}, {c.boundary}) {c.change}")
+                what = WHAT.get(c.change, c.change)
+                print(f"  {c.id:<16} {at} ({c.worker}, {c.boundary}) {what}")
         print("review them: sessiontape review")
         return 0
 

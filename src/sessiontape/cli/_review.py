@@ -31,6 +31,7 @@ from ..cassette import Decision, Entry, PendingChange
 from ..report import describe, render_field_change
 from ..review import PendingTape, entry_text, open_pending
 from ._common import plural
+from ._decide import WHAT
 from ._serve import DEFAULT_PORT
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
@@ -41,14 +42,6 @@ _KEYS: Final = (
     "a accept  r reject  s skip  A/R/S all that remain  d whole entry  o open in viewer  q quit"
 )
 _DECISIONS: Final[dict[str, Decision]] = {"a": "accept", "r": "reject"}
-_WHAT: Final = {
-    "request": "request rewritten",
-    "result": "result rewritten",
-    "outcome": "outcome rewritten",
-    "dropped": "call no longer made, dropped",
-    "added": "call created",
-    "answer": "answer changed, re-recorded live",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,14 +108,26 @@ class _Screen:
         before, after = tape.neighbours(change)
         where = f"seq {change.seq}" if change.seq is not None else "new call"
         self.line()
-        what = _WHAT.get(change.change, change.change)
+        what = WHAT.get(change.change, change.change)
         self.line(f"[{at}/{total}] {change.id}  {change.category}: {what}")
         self.line(f"  {tape.tape}  {where}  worker {change.worker}  boundary {change.boundary}")
         self._call("before:", before)
-        for field in change.fields:
-            for text in render_field_change(field.field, field.old, field.new, color=self.color):
-                self.line(text)
+        if change.change == "dropped":
+            for entry in tape.old_entries(change):
+                self.line(self._paint(f"  - {describe(entry)}", "31"))
+        elif change.change == "added":
+            for entry in tape.new_entries(change):
+                self.line(self._paint(f"  + {describe(entry)}", "32"))
+        else:
+            for field in change.fields:
+                for text in render_field_change(
+                    field.field, field.old, field.new, color=self.color
+                ):
+                    self.line(text)
         self._call("after: ", after)
+
+    def _paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def entries(self, tape: PendingTape, change: PendingChange) -> None:
         old, new = tape.old_entries(change), tape.new_entries(change)
@@ -155,27 +160,34 @@ def run(args: argparse.Namespace) -> int:
     with _keys(sys.stdin) as read:
         i = 0
         total = len(queue)
+        shown = -1
         while i < len(queue):
             tape, change = queue[i]
-            screen.show(tape, change, i + 1, total)
+            if shown != i:  # after d or o, the same change stays: only the keys again
+                screen.show(tape, change, i + 1, total)
+                shown = i
             screen.line(_KEYS)
             try:
                 key = read()
             except KeyboardInterrupt:
                 key = "q"
             if key in ("", "q"):
+                screen.line("> quit")
                 break
             if key in _DECISIONS:
                 tape.decide(change.id, _DECISIONS[key])
                 decided[_DECISIONS[key]] += 1
                 touched.add(id(tape))
+                screen.line(f"> {_DECISIONS[key]}ed")
             elif key in ("A", "R"):
                 for other, rest in queue[i:]:
                     other.decide(rest.id, _DECISIONS[key.lower()])
                     decided[_DECISIONS[key.lower()]] += 1
                     touched.add(id(other))
+                screen.line(f"> {plural(len(queue) - i, 'change')} {_DECISIONS[key.lower()]}ed")
                 break
             elif key == "S":
+                screen.line(f"> {plural(len(queue) - i, 'change')} skipped")
                 break
             elif key == "d":
                 screen.entries(tape, change)
@@ -183,7 +195,9 @@ def run(args: argparse.Namespace) -> int:
             elif key == "o":
                 screen.address(tape, change)
                 continue
-            elif key != "s":
+            elif key == "s":
+                screen.line("> skipped")
+            else:
                 screen.line(f"  unknown key {key!r}")
                 continue
             i += 1
