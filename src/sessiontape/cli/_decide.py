@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ..cassette import Decision
-from ..review import decide, open_pending
 from ._common import plural, print_json
+
+if TYPE_CHECKING:
+    from ..cassette import Decision
 
 __all__ = ["ACCEPT", "PENDING", "REJECT", "WHAT"]
 
@@ -59,6 +60,8 @@ class _Pending:
         parser.add_argument("--json", action="store_true", help="print JSON")
 
     def run(self, args: argparse.Namespace) -> int:
+        from ..review import open_pending  # the replay engine: only when a command runs
+
         tapes = open_pending(args.paths)
         if args.json:
             print_json([c for t in tapes for c in t.to_data()])
@@ -103,6 +106,8 @@ class _Decide:
         _add_paths(parser)
 
     def run(self, args: argparse.Namespace) -> int:
+        from ..review import decide
+
         done = decide(self.decision, args.ids, args.paths, every=args.every)
         for tape, ids, saved in done:
             wrote = f"; wrote {saved.tape}" if saved.tape is not None else ""

@@ -24,15 +24,17 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 from urllib.parse import quote
 
-from ..cassette import Decision, Entry, PendingChange
 from ..report import describe, render_field_change
-from ..review import PendingTape, entry_text, open_pending
 from ._common import plural
 from ._decide import WHAT
 from ._serve import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from ..cassette import Decision, Entry, PendingChange
+    from ..review import PendingTape
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
 
@@ -130,6 +132,8 @@ class _Screen:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def entries(self, tape: PendingTape, change: PendingChange) -> None:
+        from ..review import entry_text
+
         old, new = tape.old_entries(change), tape.new_entries(change)
         for entry in old:
             self.line(f"  old: {entry_text(entry)}")
@@ -149,6 +153,8 @@ class _Screen:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape review``."""
+    from ..review import open_pending  # the replay engine: only when review runs
+
     tapes = open_pending(args.paths)
     queue = [(tape, change) for tape in tapes for change in tape.undecided]
     screen = _Screen(sys.stdout)

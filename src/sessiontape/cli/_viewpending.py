@@ -16,7 +16,6 @@ from typing import Any, Final
 from .._errors import SessiontapeError
 from ..cassette import is_pending_file, pending_path
 from ..report import summarize_value
-from ..review import PendingTape, entry_text
 
 __all__ = ["pending_data"]
 
@@ -33,6 +32,8 @@ def pending_data(tape: str | Path) -> dict[str, Any] | None:
     path = pending_path(tape)
     if not is_pending_file(path):
         return None
+    from ..review import PendingTape, entry_text  # the replay engine: only for a pending file
+
     try:
         pending = PendingTape(path)
     except SessiontapeError as exc:
