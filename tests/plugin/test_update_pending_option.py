@@ -112,3 +112,24 @@ def test_a_flag_followed_by_a_path_is_still_a_flag(
     run("--sessiontape-update", "--replay", "corpus/a.jsonl").assert_outcomes(passed=1)
     run("--replay", "corpus/b.jsonl", "--sessiontape-update", "corpus/c.jsonl")
     assert b"bonjour" in (corpus.path / "corpus/b.jsonl").read_bytes()
+
+
+def test_a_tape_fixture_test_leaves_its_changes_pending(
+    project: Project, run: Run, monkeypatch: pytest.MonkeyPatch, xdist: tuple[str, ...]
+) -> None:
+    run(*xdist).assert_outcomes(passed=1)  # records the fixture's cassette
+    cassette = project.cassette()
+    before = cassette.read_bytes()
+    monkeypatch.setenv("APP_SHORT", "1")  # today's code no longer makes the last call
+    result = run("--sessiontape-update=pending", *xdist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cassettes/test_app/test_one.jsonl: 1 change(s) pending (1 trim), the tape is "
+            "unchanged; review them: sessiontape review *test_one.jsonl",
+            "sessiontape: 1 tape(s) with pending changes; review them: sessiontape review",
+        ]
+    )
+    assert cassette.read_bytes() == before
+    [change] = load_pending(pending_path(cassette)).changes
+    assert (change.category, change.seq) == ("trim", 2)

@@ -150,3 +150,12 @@ def test_an_accept_cut_between_its_two_writes_completes_when_run_again(
     assert saved.done
     assert tape.read_bytes() == in_place.read_bytes()
     assert not pending_path(tape).exists()
+
+
+def test_a_pending_update_with_nothing_to_change_removes_the_moot_proposal(tape: Path) -> None:
+    replay(tape, update="pending", word="bonjour")
+    assert pending_path(tape).exists()
+    report = replay(tape, update="pending", word="hello")  # the code went back
+    assert report.ok
+    assert report.pending_to is None
+    assert not pending_path(tape).exists()
