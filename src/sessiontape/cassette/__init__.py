@@ -6,6 +6,7 @@ replay or boundaries. Every other layer imports it through this module.
 
 from __future__ import annotations
 
+from ._copy import copy_payloads
 from ._depth import MAX_DEPTH
 from ._entries import (
     BOUNDARY_AGENT,
@@ -31,6 +32,7 @@ from ._entries import (
     Payload,
     ProcessCall,
     Rerecorded,
+    SavedSchedule,
     SessionEnd,
     SessionResume,
     SessionStart,
@@ -104,6 +106,7 @@ from ._pending import (
 from ._recording import Recording, SeqGaps
 from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
+from ._tree import CallTree, is_call
 from ._validity import ERROR, WARNING, Finding, errors_of, seq_ranges, structure_findings
 from ._writer import (
     CassetteWriter,
@@ -138,6 +141,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CallEntry",
+    "CallTree",
     "CassetteWriter",
     "Chunk",
     "Decision",
@@ -164,6 +168,7 @@ __all__ = [
     "ProcessCall",
     "Recording",
     "Rerecorded",
+    "SavedSchedule",
     "SeqGaps",
     "SessionEnd",
     "SessionResume",
@@ -183,6 +188,7 @@ __all__ = [
     "boundary_of",
     "check_pending_target",
     "check_rewritable",
+    "copy_payloads",
     "damaged_line",
     "decode_header",
     "digest",
@@ -193,6 +199,7 @@ __all__ = [
     "exact_bytes",
     "exact_form",
     "exact_request",
+    "is_call",
     "is_cassette",
     "is_pending_file",
     "line_numbers",
