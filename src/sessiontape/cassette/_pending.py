@@ -43,6 +43,7 @@ __all__ = [
     "Inserted",
     "PendingChange",
     "PendingFile",
+    "Placed",
     "check_pending_target",
     "encode_pending",
     "is_pending_file",
@@ -94,11 +95,44 @@ class PendingChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     decision: Decision | None = None
 
 
+class Placed(msgspec.Struct, frozen=True, array_like=True):
+    """An entry of the new tape with the seq and parent it has in the plan: a call made
+    today carries a provisional seq (negative, renumbered when the tape is written), and
+    so may a parent link to one. The entry itself is stored with ``seq`` 0 and no parent
+    in that case, so it passes the entry's own checks when read back."""
+
+    seq: int
+    parent: int | None
+    entry: Entry
+
+    @classmethod
+    def of(cls, entry: Entry) -> Placed:
+        """``entry`` as stored."""
+        parent = entry.parent
+        stored = msgspec.structs.replace(
+            entry,
+            seq=max(entry.seq, 0),
+            parent=parent if parent is None or parent >= 0 else None,
+        )
+        return cls(entry.seq, parent, stored)
+
+    def unpack(self) -> Entry:
+        """The entry with its seq and parent in the plan."""
+        if self.entry.seq == self.seq and self.entry.parent == self.parent:
+            return self.entry
+        return msgspec.structs.replace(self.entry, seq=self.seq, parent=self.parent)
+
+
 class Inserted(msgspec.Struct, frozen=True, array_like=True):
     """A call the new tape inserts after the recorded seq ``after`` (``None``: first)."""
 
     after: int | None
-    entry: CallEntry
+    call: Placed
+
+    @property
+    def entry(self) -> CallEntry:
+        """The call, with its provisional seq."""
+        return self.call.unpack()  # type: ignore[return-value]
 
 
 class PendingFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,7 +146,7 @@ class PendingFile(msgspec.Struct, frozen=True, kw_only=True):
     changes: list[PendingChange]
     #: The tape as the update read it, as text (cassettes are UTF-8 JSON lines).
     base: str
-    changed: dict[int, Entry] = {}
+    changed: dict[int, Placed] = {}
     dropped: list[int] = []
     inserted: list[Inserted] = []
     timed: list[int] = []

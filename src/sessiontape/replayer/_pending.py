@@ -35,6 +35,7 @@ from ..cassette import (
     Inserted,
     PendingChange,
     PendingFile,
+    Placed,
     Recording,
     SessionStart,
     boundary_of,
@@ -153,9 +154,9 @@ def propose(
         base_sha256=base_sha,
         changes=changes,
         base=original.decode("utf-8"),
-        changed=changed,
+        changed={seq: Placed.of(entry) for seq, entry in changed.items()},
         dropped=sorted(plan.dropped),
-        inserted=[Inserted(a.after, a.entry) for a in plan.inserted],
+        inserted=[Inserted(a.after, Placed.of(a.entry)) for a in plan.inserted],
         timed=sorted(plan.timed),
         real_start=dict(plan.real_start),
         header=header,
@@ -251,7 +252,7 @@ def pending_tape(pending: PendingFile, recording: Recording, accepted: Collectio
     changed_seqs = {s for c in taken for s in c.changed}
     dropped = {s for c in taken for s in c.dropped}
     inserted_seqs = {s for c in taken for s in c.inserted}
-    changed = {s: e for s, e in pending.changed.items() if s in changed_seqs}
+    changed = {s: p.unpack() for s, p in pending.changed.items() if s in changed_seqs}
     inserted = [(i.after, i.entry) for i in pending.inserted if i.entry.seq in inserted_seqs]
     placed = changed_seqs | inserted_seqs
     return NewTape(

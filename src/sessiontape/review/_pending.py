@@ -147,7 +147,7 @@ class PendingTape:
     def new_entries(self, change: PendingChange) -> list[Entry]:
         """The entries ``change`` writes (changed, or created)."""
         out: list[Entry] = [
-            self._file.changed[s] for s in change.changed if s in self._file.changed
+            self._file.changed[s].unpack() for s in change.changed if s in self._file.changed
         ]
         wanted = set(change.inserted)
         out += [i.entry for i in self._file.inserted if i.entry.seq in wanted]
