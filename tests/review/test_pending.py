@@ -159,3 +159,8 @@ def test_a_pending_update_with_nothing_to_change_removes_the_moot_proposal(tape:
     assert report.ok
     assert report.pending_to is None
     assert not pending_path(tape).exists()
+
+
+def test_update_takes_true_false_or_pending(tape: Path) -> None:
+    with pytest.raises(sessiontape.UsageError, match="update='later': pass True"):
+        sessiontape.replay(tape, update="later")  # type: ignore[arg-type]
