@@ -101,3 +101,10 @@ def test_pending_changes_show_in_place(page: Page, opened: str, pending_tape: Pa
     # Read-only: the page holds no control that decides (no form, no button but links).
     assert page.locator("form").count() == 0
     assert pending_tape.with_name("merge.jsonl.pending").exists()
+    if opened == "serve":
+        # The address `sessiontape review` prints for `o` opens the entry, its change shown.
+        page.goto(page.url.split("#")[0] + f"#c=merge.jsonl&seq={merge}")
+        page.reload()
+        detail.wait_for()
+        assert detail.locator("h3").text_content() == f"seq {merge} · process · w2"
+        assert detail.locator(".pending .pending-change").count() == 1

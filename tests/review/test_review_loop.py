@@ -110,3 +110,31 @@ def test_review_reads_lines_when_stdin_is_not_a_terminal(
     assert main(["review", str(tape)]) == 0
     assert replay(tape, word="bonjour").ok
     assert not replay(tape, word="bonjour", drop_last=True).ok
+
+
+def test_review_finishes_an_accept_cut_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every change decided, the tape not written yet (a kill between the pending file's
+    write and the tape's): review writes it, with nothing left to ask."""
+    from sessiontape.review import _pending as review_pending
+
+    tape = tmp_path / "t.jsonl"
+    record(tape)
+    replay(tape, update="pending", word="bonjour")
+    before = tape.read_bytes()
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(review_pending, "replace_cassette", crash)
+        patch.setattr(sys, "stdin", io.StringIO("a\n"))
+        assert main(["review", str(tape)]) == 2  # the command's one-line error
+    assert "killed" in capsys.readouterr().err
+    assert tape.read_bytes() == before
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert main(["review", str(tape)]) == 0
+    assert capsys.readouterr().out.endswith(f"wrote {tape}\nno pending changes\n")
+    assert not pending_path(tape).exists()
+    assert replay(tape, word="bonjour").ok

@@ -159,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
     queue = [(tape, change) for tape in tapes for change in tape.undecided]
     screen = _Screen(sys.stdout)
     if not queue:
+        for tape in tapes:  # decided, but the last accept was cut short: finish it
+            if tape.behind and (written := tape.save().tape) is not None:
+                screen.line(f"wrote {written}")
         screen.line("no pending changes")
         return 0
     decided: dict[Decision, int] = {"accept": 0, "reject": 0}
