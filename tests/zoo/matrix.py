@@ -107,6 +107,8 @@ CAPABILITIES: Final = (
     "update_api",
     "update_pytest",
     "live",
+    "review_api",
+    "review_live",
     "shrink",
     "chaos_race",
     "chaos_save",
