@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import sessiontape
-from sessiontape.cli._pool import signature_of_mismatch
+from sessiontape.reduce import signature_of_mismatch
 
 from .harness import Cell
 

@@ -286,6 +286,11 @@ FLAKY: Final[dict[tuple[str, str], str]] = {
     },
     **{("asyncio", c): _E_ASYNCIO for c in ("chaos_race", "chaos_save", "report_chaos")},
     **{("pool", c): _E_POOL for c in ("chaos_race", "chaos_save", "report_chaos")},
+    ("pool", "replay_pytest"): (
+        "replayed through pytest on a loaded machine, the pool program's tape failed once "
+        "in three runs of the fast slice (its replay hook's `assert False`); cause not "
+        "found yet"
+    ),
 }
 
 
