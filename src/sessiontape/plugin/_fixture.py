@@ -29,11 +29,10 @@ from ._options import (
     MARKER,
     MARKER_KWARGS,
     assert_never,
-    in_ci,
     shown_path,
 )
 from ._run import attach_report, run_settings
-from ._settings import RecordMode, record_mode
+from ._settings import RecordMode, in_ci, record_mode
 
 if TYPE_CHECKING:
     from ..replayer import Noise

@@ -36,7 +36,6 @@ __all__ = [
     "USE_CASSETTE_DIR",
     "assert_never",
     "fixture_nodeid",
-    "in_ci",
     "in_use",
     "pytest_addoption",
     "read_header",
@@ -349,11 +348,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sessiontape-update",
         dest="sessiontape_update",
-        action="store_true",
-        default=False,
+        action="store_const",
+        const=UPDATE_AUTO,
+        default=None,
         help="rewrite each replayed tape to match today's code where the tape can still "
         "answer (today's requests, today's store results, calls no longer made dropped), "
-        "and list every change; a call the tape cannot answer still fails the test.",
+        "and list every change; a call the tape cannot answer still fails the test. In CI "
+        "(CI set, stdin not a terminal) this means --sessiontape-update=pending.",
+    )
+    # Spelled out whole: argparse matches an option string exactly before it splits at
+    # '=', and a plain flag keeps `--sessiontape-update tests/` a flag and a path.
+    group.addoption(
+        f"--sessiontape-update={UPDATE_PENDING}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_PENDING,
+        help="leave each replayed tape as it is and write its changes beside it "
+        "(NAME.pending), each with an id, for `sessiontape review` (or `sessiontape "
+        "accept`/`reject`); the test fails, naming the command that reviews them.",
+    )
+    group.addoption(
+        f"--sessiontape-update={UPDATE_WRITE}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_WRITE,
+        help="rewrite each replayed tape in place, in CI too.",
     )
     group.addoption(
         "--sessiontape-unused",
@@ -407,9 +426,11 @@ def in_use(config: pytest.Config) -> bool:
     return any(config.getini(name) != default for name, default in _INI_DEFAULTS.items())
 
 
-def in_ci() -> bool:
-    value = os.environ.get("CI", "").strip().lower()
-    return value not in ("", "false", "0")
+#: ``--sessiontape-update`` without a value: in place, or pending in CI (the values are
+#: read by ``_settings.update_mode``).
+UPDATE_AUTO: Final = "auto"
+UPDATE_PENDING: Final = "pending"
+UPDATE_WRITE: Final = "write"
 
 
 def shown_path(path: Path, config: pytest.Config) -> str:

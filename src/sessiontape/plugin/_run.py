@@ -89,6 +89,8 @@ class _RunPlugin:
         self.reports: list[dict[str, Any]] = []
         #: What updates and live re-records changed, one dict per replayed tape.
         self.rewrites: list[dict[str, Any]] = []
+        #: The end-of-run line about tapes with pending changes (``None``: none).
+        self.pending_line: str | None = None
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         settings = self.settings
@@ -142,12 +144,22 @@ class _RunPlugin:
 
         done = sorted(self.rewrites, key=lambda r: str(r.get("tape", "")))
         written = [r for r in done if r.get("written")]
+        pending = [r for r in done if r.get("pending")]
         changes = sum(len(r["rewrites"]) for r in done)
         terminalreporter.section("sessiontape update")
+        unwritten = len(done) - len(written) - len(pending)
+        waiting = f"{len(pending)} with changes pending, " if pending else ""
         terminalreporter.write_line(
-            f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
+            f"{len(written)} tape(s) rewritten, {waiting}{unwritten} not written; "
             f"{changes} change(s)"
         )
+        if pending:
+            # One line at the end of the run: how many tapes wait for a reviewer, and
+            # the command that reviews them (every pending file under this folder).
+            self.pending_line = (
+                f"sessiontape: {len(pending)} tape(s) with pending changes; review them: "
+                "sessiontape review"
+            )
         for r in done:
             tape = shown_path(Path(str(r["tape"])), self.config)
             rewrites = [
@@ -155,8 +167,12 @@ class _RunPlugin:
             ]
             target = r.get("written")
             shown = shown_path(Path(str(target)), self.config) if target else None
-            for line in render_rewrites(rewrites, shown):
+            proposed = r.get("pending")
+            beside = shown_path(Path(str(proposed)), self.config) if proposed else None
+            for line in render_rewrites(rewrites, shown, beside):
                 terminalreporter.write_line(line)
+        if self.pending_line is not None:
+            terminalreporter.write_line(self.pending_line, yellow=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         target = self.settings.report
@@ -209,6 +225,7 @@ def attach_report(
                     "nodeid": item.nodeid,
                     "tape": report.cassette,
                     "written": report.rewritten_to,
+                    "pending": report.pending_to,
                     "rewrites": [jsonable(r) for r in report.rewrites],
                 },
             )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import enum
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 import pytest
 
@@ -20,7 +21,7 @@ from .._errors import SessiontapeError
 if TYPE_CHECKING:
     from ..fleet import Shard
 
-__all__ = ["SETTINGS", "RecordMode", "Settings", "record_mode"]
+__all__ = ["SETTINGS", "RecordMode", "Settings", "in_ci", "record_mode", "update_mode"]
 
 
 class RecordMode(str, enum.Enum):
@@ -68,8 +69,9 @@ class Settings(NamedTuple):
     offline: bool = False
     #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
     durations: tuple[str, ...] = ()
-    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
-    update: bool = False
+    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code
+    #: (``"pending"``: they write the changes beside them for review instead).
+    update: bool | Literal["pending"] = False
     #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
     live: tuple[str, ...] = ()
     #: ``--sessiontape-unused``: list cassettes and calls no test uses.
@@ -111,7 +113,7 @@ class Settings(NamedTuple):
                 f"pytest --replay cassettes/ --sessiontape-shard {shard}"
             )
         cache: str | None = config.getoption("sessiontape_cache")
-        update = bool(config.getoption("sessiontape_update"))
+        update = update_mode(config.getoption("sessiontape_update"))
         live = tuple(
             part.strip()
             for value in config.getoption("sessiontape_live")
@@ -148,3 +150,30 @@ class Settings(NamedTuple):
 
 
 SETTINGS: Final = pytest.StashKey[Settings]()
+
+
+def update_mode(value: str | None) -> bool | Literal["pending"]:
+    """What ``--sessiontape-update[=pending|=write]`` asks of each replay: ``False`` (no
+    update), ``True`` (rewrite in place) or ``"pending"``. Plain ``--sessiontape-update``
+    (``"auto"``) in CI with no terminal is pending: a bot never rewrites a tape unseen
+    (as insta)."""
+    if value is None:
+        return False
+    if value == "pending":
+        return "pending"
+    if value == "auto" and in_ci() and not _interactive():
+        return "pending"
+    return True
+
+
+def _interactive() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
+def in_ci() -> bool:
+    """Whether the run is in CI (``CI`` set to anything but empty, ``false`` or ``0``)."""
+    value = os.environ.get("CI", "").strip().lower()
+    return value not in ("", "false", "0")

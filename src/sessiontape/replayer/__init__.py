@@ -14,6 +14,7 @@ from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngi
 from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, Path, compare
+from ._pending import pending_tape
 from ._rebuild import (
     rebuild_error,
     register_type,
@@ -54,6 +55,7 @@ __all__ = [
     "compare",
     "lingering",
     "pct_bound",
+    "pending_tape",
     "prepare",
     "rebuild_error",
     "register_type",
