@@ -4,7 +4,14 @@ Three worker threads claim tasks from a SQLite backlog (wrapped with ``tape.stor
 real ``git`` through the standard library's ``subprocess.run(check=True,
 capture_output=True)`` under ``tape.patch_subprocess()`` (each worker in a repository of
 its own), ask an agent that returns a dataclass, and back off with sleeps when a ``git``
-call fails. The backlog's claim is check-then-set, as careless production code writes it.
+call fails.
+
+The backlog's claim reads and writes under one lock. Written check-then-set (two lock
+sections), one recording in about twenty claimed a task twice: that race happens inside one
+store call, below the boundaries, where no replay can order it (a replay runs the store's
+calls one at a time, so the second claim gets another task and the replay reports a
+``store_mismatch`` there); it only made this program's tapes differ from run to run. The
+check-then-set race that chaos finds, two store calls apart, is in ``tests/chaos/backlog_app.py``.
 
 Today's code may differ from the code that recorded a tape, chosen by the ``BACKLOG_CHANGES``
 environment variable (comma-separated) or the ``changes`` argument:
@@ -93,19 +100,14 @@ class Backlog:
         keys = ("id", "title", "status", "worker", "sha")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
-    def _first_open(self) -> tuple[str, str] | None:
-        with self._lock:
+    def claim(self, worker: str) -> dict[str, str] | None:
+        """The first open task, claimed for ``worker``: read and written under one lock."""
+        with self._lock, self._db:
             found: tuple[str, str] | None = self._db.execute(
                 "select id, title from task where status = 'open' order by id limit 1"
             ).fetchone()
-        return found
-
-    def claim(self, worker: str) -> dict[str, str] | None:
-        """The first open task, claimed for ``worker``: read, then write (check-then-set)."""
-        found = self._first_open()
-        if found is None:
-            return None
-        with self._lock, self._db:
+            if found is None:
+                return None
             self._db.execute(
                 "update task set status = 'claimed', worker = ? where id = ?", (worker, found[0])
             )

@@ -131,14 +131,6 @@ def _at(lines: list[dict[str, Any]], seq: int) -> int:
     return next(i for i, line in enumerate(lines) if line["seq"] == seq)
 
 
-# Known flaky, cause not found (issue 34): once in the 3.10 fast slice under load, a
-# kept store call (worker-2's claim) came out of the update other than recorded. Fix the
-# cause, then make this strict again.
-@pytest.mark.xfail(
-    strict=False,
-    reason="the update of the racy backlog program sometimes changes a kept store call; "
-    "cause not found",
-)
 def test_calls_no_longer_made_are_dropped_and_seqs_stay_gapless(
     runs: Runs, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -158,14 +150,6 @@ def test_calls_no_longer_made_are_dropped_and_seqs_stay_gapless(
     assert runs.replay().ok
 
 
-# Known flaky, cause not found (issue 34): about one run in ten the update of this racy
-# program rewrites more than the six commit lines (12 lines differ), or writes six lines
-# fewer (51 for 57). Fix the cause, then make this strict again.
-@pytest.mark.xfail(
-    strict=False,
-    reason="the update of the racy backlog program rewrites more than the changed lines "
-    "some of the time; cause not found",
-)
 def test_a_changed_request_rewrites_only_its_lines(runs: Runs) -> None:
     before = runs.record().splitlines()
     done = runs.replay(["message"], update=True)
