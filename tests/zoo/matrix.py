@@ -204,16 +204,6 @@ _B: Final = (
     "calling a tape.store replay with order_mismatch, the order wait blocking the event "
     "loop; flaky, as it depends on which replayed process the loop sees end first"
 )
-_C: Final = (
-    "zoo defect C (test_found.py::test_a_secret_read_from_an_output_and_sent_again_replays): "
-    "the token read from `gh auth token` replays as '[REDACTED:github]', so today's header "
-    "is not the recorded '[REDACTED:authorization]'"
-)
-_D: Final = (
-    "zoo defect D (test_found.py::test_a_tape_recorded_from_its_work_directory_replays_from_"
-    "another): recorded from its work directory, a path is written '{repo}', and '{work}' "
-    "when replayed from another cwd"
-)
 _E_POOL: Final = (
     "zoo defect E: chaos does not schedule ThreadPoolExecutor tasks (README, Limits): the "
     "planted lost update is found only when real timing happens to hit it, so a seed's "
@@ -228,10 +218,6 @@ _F: Final = (
     "zoo defect F (test_found.py::test_update_rewrites_what_a_program_writes_to_stdin): "
     "update does not rewrite what the program writes to stdin under patch_subprocess"
 )
-_H: Final = (
-    "zoo defect H (test_found.py::test_stdin_kept_in_the_sidecar_replays): stdin kept in "
-    "the sidecar (under 64 KiB) never matches on replay"
-)
 _I: Final = (
     "zoo defect I (test_found.py::test_live_asyncio_process_with_a_timeout) and issue 29 "
     "defect 3: live, asyncio.wait_for around a live process times out at once"
@@ -244,8 +230,6 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
     **{(p.name, "live"): _D3 for p in PROGRAMS if p.name != "asyncio"},
     ("asyncio", "live"): _I,
     **{(p, "corpus_failing"): _D11 for p in ("threads", "asyncio", "pool", "cli", "stream")},
-    ("threads", "record_in_workdir"): _D,
-    ("pool", "record_in_workdir"): _D,
     ("threads", "chaos_save"): _D8,
     ("threads", "report_chaos"): _D10,
     ("asyncio", "review_live"): _I,
@@ -253,13 +237,8 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
     ("stream", "review_api"): _F,
     ("cli", "update_api"): _F,
     ("cli", "update_pytest"): _F,
-    ("cli", "token"): _H,
     ("stream", "update_api"): _F,
     ("stream", "update_pytest"): _F,
-    **{
-        ("cli-gh", c): _C
-        for c in ("record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "token")
-    },
     **{
         ("stream-urandom", c): _I30
         for c in ("record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "token")

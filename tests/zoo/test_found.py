@@ -126,13 +126,6 @@ def test_asyncio_tasks_sharing_a_store_replay(tmp_path: Path) -> None:
     assert replaying.report.ok, replaying.report.render()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo found: a token read from a recorded output and sent in a later request "
-    "never matches on replay: the output was written '[REDACTED:github]', the request "
-    "'[REDACTED:authorization]', and today's request, built from the replayed output, "
-    "scrubs to '[REDACTED:github]' (argument_mismatch)",
-)
 def test_a_secret_read_from_an_output_and_sent_again_replays(tmp_path: Path) -> None:
     def program(tape: sessiontape.Tape) -> str:
         with tape.patch_subprocess():
@@ -158,12 +151,6 @@ def test_a_secret_read_from_an_output_and_sent_again_replays(tmp_path: Path) -> 
     assert replaying.report.ok, replaying.report.render()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo found: a directory that is both the default 'repo' root (the cwd, outside "
-    "a git checkout) and a root the program names ('work') is written '{repo}'; replayed "
-    "from another cwd, today's path is written '{work}' and the request mismatches",
-)
 def test_a_tape_recorded_from_its_work_directory_replays_from_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,13 +214,6 @@ def test_update_rewrites_what_a_program_writes_to_stdin(tmp_path: Path) -> None:
     assert replaying.report.ok, replaying.report.render()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo found: with max_inline_bytes under 64 KiB, what a program writes to a "
-    "process's stdin (input=) between that size and 64 KiB goes to the sidecar, and replay "
-    "compares today's text with the stored payload form ({'size', 'sha256', 'sidecar'}): "
-    "argument_mismatch on input",
-)
 def test_stdin_kept_in_the_sidecar_replays(tmp_path: Path) -> None:
     data = "x" * 2_000
 

@@ -12,8 +12,6 @@ import hashlib
 from collections.abc import Callable
 from typing import Final
 
-import msgspec
-
 from .._errors import UsageError
 from ._entries import Blob, ExactBytes, Payload
 from ._sidecar import Sidecar
@@ -211,23 +209,14 @@ class PayloadCodec:
             return None
         if self.level is Level.STANDARD:
             return self._digest_of(value)
-        if isinstance(value, str):
-            if self.level is Level.FULL and len(value) <= self.max_inline_bytes // 4:
-                # Fast path: even at 4 bytes a character this fits inline.
-                return self.scrub(value) if self.scrub is not None else value
-            raw = value.encode("utf-8", "surrogateescape")
-            text: str | None = value
-        else:
-            raw = bytes(value)
-            text = None
-        if text is None:
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-        if text is not None and self.scrub is not None:
-            text = self.scrub(text)
-            raw = text.encode("utf-8", "surrogateescape")
+        if (
+            isinstance(value, str)
+            and self.level is Level.FULL
+            and len(value) <= self.max_inline_bytes // 4
+        ):
+            # Fast path: even at 4 bytes a character this fits inline.
+            return self.scrub(value) if self.scrub is not None else value
+        raw, text = self._scrubbed(value)
         if len(raw) > self.max_inline_bytes:
             return self._spill(raw, write=write)
         if text is None:
@@ -299,7 +288,28 @@ class PayloadCodec:
         if isinstance(stored, Blob) and stored.truncated:
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
             return Blob(size=len(raw), sha256=digest(raw), truncated=True)
-        found = self._encode(value, write=False)
-        if isinstance(stored, Blob) and isinstance(found, Blob) and found.sidecar:
-            return msgspec.structs.replace(found, gzip=stored.gzip)
-        return found
+        if (isinstance(stored, Blob) and stored.sidecar) or isinstance(stored, str):
+            # Kept in the sidecar, or inline, by the recording's max_inline_bytes, which
+            # need not be today's: compared in the form it was stored in.
+            raw, text = self._scrubbed(value)
+            if isinstance(stored, Blob):
+                return Blob(size=len(raw), sha256=digest(raw), sidecar=True, gzip=stored.gzip)
+            if text is not None:
+                return text
+        return self._encode(value, write=False)
+
+    def _scrubbed(self, value: str | bytes) -> tuple[bytes, str | None]:
+        """``value`` as stored: its bytes and, when it is UTF-8 text, its text; scrubbed."""
+        if isinstance(value, str):
+            raw = value.encode("utf-8", "surrogateescape")
+            text: str | None = value
+        else:
+            raw = bytes(value)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        if text is not None and self.scrub is not None:
+            text = self.scrub(text)
+            raw = text.encode("utf-8", "surrogateescape")
+        return raw, text

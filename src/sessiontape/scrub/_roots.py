@@ -141,7 +141,8 @@ class PathRoots:
         ``repo`` is the given directory, else the git checkout around the current directory
         (found by walking up to a ``.git``), else the current directory. ``home`` is
         ``~`` and ``tmp`` is :func:`tempfile.gettempdir`. A mapping instead of ``repo``
-        adds roots to these (or replaces them by name: ``{"repo": ..., "work": ...}``).
+        adds roots to these (or replaces them by name: ``{"repo": ..., "work": ...}``);
+        where a root it names is also a default root's directory, its name is written.
         """
         extra: Mapping[str, str | os.PathLike[str]] = {}
         if isinstance(repo, Mapping):
@@ -149,12 +150,13 @@ class PathRoots:
         if repo is None:
             cwd = os.getcwd()
             repo = _git_toplevel(cwd) or cwd
-        roots: dict[str, str | os.PathLike[str]] = {
-            "repo": os.path.abspath(repo),
-            "home": os.path.expanduser("~"),
-            "tmp": tempfile.gettempdir(),
-        }
-        roots.update(extra)
+        # The roots the program names come first: where one of them is also a default
+        # root's directory (a work directory that is the cwd, outside a git checkout), the
+        # program's name keeps it, and a replay from another cwd expands it there again.
+        roots: dict[str, str | os.PathLike[str]] = dict(extra)
+        roots.setdefault("repo", os.path.abspath(repo))
+        roots.setdefault("home", os.path.expanduser("~"))
+        roots.setdefault("tmp", tempfile.gettempdir())
         return cls(roots)
 
     def collapse(self, text: str) -> str:
