@@ -214,10 +214,6 @@ _E_ASYNCIO: Final = (
     "timeout racing a completion is found only when real timing happens to hit it, so a "
     "seed's verdict does not reproduce (flaky)"
 )
-_F: Final = (
-    "zoo defect F (test_found.py::test_update_rewrites_what_a_program_writes_to_stdin): "
-    "update does not rewrite what the program writes to stdin under patch_subprocess"
-)
 _I: Final = (
     "zoo defect I (test_found.py::test_live_asyncio_process_with_a_timeout) and issue 29 "
     "defect 3: live, asyncio.wait_for around a live process times out at once"
@@ -233,12 +229,6 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
     ("threads", "chaos_save"): _D8,
     ("threads", "report_chaos"): _D10,
     ("asyncio", "review_live"): _I,
-    ("cli", "review_api"): _F,
-    ("stream", "review_api"): _F,
-    ("cli", "update_api"): _F,
-    ("cli", "update_pytest"): _F,
-    ("stream", "update_api"): _F,
-    ("stream", "update_pytest"): _F,
     **{
         ("stream-urandom", c): _I30
         for c in ("record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "token")

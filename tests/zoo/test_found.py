@@ -173,13 +173,6 @@ def test_a_tape_recorded_from_its_work_directory_replays_from_another(
     assert replaying.report.ok, replaying.report.render()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo found: update cannot rewrite what a program writes to a process's stdin "
-    "(patch_subprocess: input= and conversation chunks): the changed stdin stays an "
-    "argument_mismatch, nothing is written, and the report's next step says to accept it "
-    "with --sessiontape-update",
-)
 def test_update_rewrites_what_a_program_writes_to_stdin(tmp_path: Path) -> None:
     echo = "import sys\nfor line in sys.stdin:\n    print('ack', line.strip(), flush=True)"
 
@@ -208,6 +201,40 @@ def test_update_rewrites_what_a_program_writes_to_stdin(tmp_path: Path) -> None:
         program(updating, "hi")
     assert updating.report is not None
     assert updating.report.ok, updating.report.render()
+    with sessiontape.replay(cassette) as replaying:
+        program(replaying, "hi")
+    assert replaying.report is not None
+    assert replaying.report.ok, replaying.report.render()
+
+
+def test_update_rewrites_the_input_a_program_passes(tmp_path: Path) -> None:
+    def program(tape: sessiontape.Tape, word: str) -> str:
+        with tape.patch_subprocess():
+            out = subprocess.run(
+                [sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"],
+                input=word,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        tape.finish(outcome=out)
+        return out
+
+    cassette = tmp_path / "input.jsonl"
+    with sessiontape.record(cassette) as recording:
+        program(recording, "hello")
+    with sessiontape.replay(cassette) as replaying:
+        program(replaying, "hi")
+    assert replaying.report is not None
+    assert [m.kind.value for m in replaying.report.mismatches] == ["argument_mismatch"]
+    with sessiontape.replay(cassette, update=True) as updating:
+        program(updating, "hi")
+    assert updating.report is not None
+    assert updating.report.ok, updating.report.render()
+    assert [(r.field, r.old, r.new) for r in updating.report.rewrites] == [("input", "hello", "hi")]
+    (call,) = sessiontape.load(cassette).calls
+    assert isinstance(call, sessiontape.ProcessCall)
+    assert (call.input, call.stdout) == ("hi", "HELLO\n")  # the recorded answer is kept
     with sessiontape.replay(cassette) as replaying:
         program(replaying, "hi")
     assert replaying.report is not None

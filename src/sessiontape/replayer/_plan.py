@@ -26,6 +26,7 @@ time, is ``_newtape.py``'s work.
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -33,7 +34,9 @@ from typing import Any, Final
 import msgspec
 
 from ..cassette import (
+    Blob,
     CallEntry,
+    Chunk,
     Entry,
     ErrorInfo,
     ExactBytes,
@@ -77,6 +80,9 @@ VERIFY_FIXABLE: Final = frozenset(
 )
 
 _REPLACE: Final = msgspec.structs.replace
+#: Where a process's stdin sits in its request, as a diff names it: ``input`` or
+#: ``chunks[N].data`` (and what follows, for a payload compared field by field).
+_STDIN_PATH: Final = re.compile(r"(?:input|chunks\[(\d+)\]\.data)(?![\w\[])")
 _PROCESS_REQUEST: Final = ("argv", "cwd", "env", "input")
 _METHOD_REQUEST: Final = ("args", "kwargs")
 #: Fields that place a call (where and when), not what it asked or answered.
@@ -261,13 +267,42 @@ class UpdatePlan:
 
     def _new_request(self, m: Mismatch, entry: CallEntry) -> bool:
         if not isinstance(m.actual, dict):
-            return False
+            return isinstance(entry, ProcessCall) and self._new_stdin(m, entry)
         recorded = request_of(entry)
         today = self._noise.keep_recorded(m.boundary, recorded, m.actual)
         fields = _request_fields(entry, recorded, today)
         if not fields:
             return True  # only noise differed
-        self.changed[entry.seq] = _REPLACE(entry, **fields)
+        self.changed[entry.seq] = _REPLACE(self.changed.get(entry.seq, entry), **fields)
+        for diff in m.diffs:
+            self._note(m, Change.REQUEST, field=diff.path, old=diff.expected, new=diff.actual)
+        return True
+
+    def _new_stdin(self, m: Mismatch, entry: ProcessCall) -> bool:
+        """What the program wrote to a process's stdin, compared after its call was
+        matched (``m.actual`` is today's bytes in their stored form), written where the
+        recording has it: ``input``, or the data of stdin chunk N. A payload today's run
+        would keep in the sidecar is not one: a comparison writes no sidecar file."""
+        found = _STDIN_PATH.match(m.diffs[0].path) if m.diffs else None
+        today = m.actual
+        inline = isinstance(today, str) or (
+            isinstance(today, Blob) and today.b64 is not None and not today.sidecar
+        )
+        if found is None or not inline:
+            return False
+        base = self.changed.get(entry.seq, entry)
+        assert isinstance(base, ProcessCall)
+        index = found.group(1)
+        if index is None:
+            new = _REPLACE(base, input=today)
+        else:
+            chunks = list(base.chunks or ())
+            at = int(index)
+            if at >= len(chunks) or chunks[at].stream != "stdin":
+                return False
+            chunks[at] = Chunk(stream="stdin", data=today)
+            new = _REPLACE(base, chunks=chunks)
+        self.changed[entry.seq] = new
         for diff in m.diffs:
             self._note(m, Change.REQUEST, field=diff.path, old=diff.expected, new=diff.actual)
         return True
