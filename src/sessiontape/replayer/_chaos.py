@@ -42,6 +42,7 @@ from ..cassette import (
 from ..report import (
     SHOWN_PER_WORKER,
     ChaosCall,
+    ChaosDecision,
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
@@ -54,6 +55,7 @@ from ..report import (
 from ._align import Normalize
 from ._chaos_save import save_schedule
 from ._clock import FakeClock
+from ._decisions import decisions_of
 from ._engine import UNSET, ReplayEngine
 from ._invariants import Invariant, violation
 from ._schedule import Schedule, Strategy
@@ -139,21 +141,22 @@ class ChaosEngine(ReplayEngine):
             if boundary in self._verify_boundaries and queues[0][1]
         }
         self._workers = len({worker for (_, worker) in index.queues})
+        #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
+        #: request), and by order for each verify call what a saved schedule needs:
+        #: (recorded seq or None, its normalised request, its real result or None).
+        self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.scheduler = Scheduler(
             schedule,
             steps=index.loaded + 1,
             max_steps=_STEPS_PER_CALL * (index.loaded + 10),
             on_stall=self._stalled,
             on_error=self._thread_died,
+            position=self.calls.__len__,
         )
         self._point = self.scheduler.point
         header = recording.header
         self.clock = ScheduledClock(header.ts_ns, header.mono_ns, self.scheduler)
         self._chaos_invariants: list[Invariant] = []
-        #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
-        #: request), and by order for each verify call what a saved schedule needs:
-        #: (recorded seq or None, its normalised request, its real result or None).
-        self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
         #: Per thread, the order of the verify call under way.
         self._open: dict[int, int] = {}
@@ -409,6 +412,7 @@ class ChaosEngine(ReplayEngine):
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
             calls=_described(list(self.calls)),
+            decisions=_decisions(self) if schedule.trace else (),
         )
         return exc is not None
 
@@ -452,6 +456,28 @@ def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any
             shown.add(order)
             left[worker] = count + 1
     return shown
+
+
+def _decisions(engine: ChaosEngine) -> list[ChaosDecision]:
+    """A traced schedule's decisions, named by the calls they ordered."""
+    decider = engine.scheduler.decider
+    assert decider is not None
+    calls = engine.calls
+    return decisions_of(
+        decider.decisions,
+        decider.workers(),
+        [worker for worker, _, _, _ in calls],
+        lambda i: _what_ran(calls[i]),
+    )
+
+
+def _what_ran(
+    call: tuple[str, str | None, CallEntry | None, Mapping[str, Any]],
+) -> tuple[str, str]:
+    """One of the engine's calls in short (see _what), and its boundary."""
+    _, boundary, entry, request = call
+    boundary = boundary or _boundary(entry)
+    return _what(entry, request, boundary), boundary
 
 
 def _boundary(entry: CallEntry | None) -> str:

@@ -11,6 +11,7 @@ from ._advice import LIVE_KINDS, live_advice, live_next_step, live_selector, sug
 from ._chaos import (
     SHOWN_PER_WORKER,
     ChaosCall,
+    ChaosDecision,
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
@@ -20,6 +21,7 @@ from ._chaos import (
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import command_name, describe, format_ms, payload_size, subcommand
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
+from ._explain import Estimate, Explanation
 from ._model import (
     Candidate,
     Correlation,
@@ -44,12 +46,15 @@ __all__ = [
     "Change",
     "ChangeCategory",
     "ChaosCall",
+    "ChaosDecision",
     "ChaosFailure",
     "ChaosResult",
     "ChaosVerdict",
     "Classifier",
     "Correlation",
     "DescribedCalls",
+    "Estimate",
+    "Explanation",
     "FailureKind",
     "FieldDiff",
     "Mismatch",
