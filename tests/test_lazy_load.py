@@ -39,6 +39,9 @@ from sessiontape.cassette import (
 )
 from test_cassette import EVERY_KIND
 
+#: The module writes damaged tapes, read lazily.
+pytestmark = pytest.mark.writes_invalid_tapes
+
 
 @pytest.fixture(params=["read", "mapped"])
 def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

@@ -137,6 +137,7 @@ def replay(
         ChaosEngine,
         Noise,
         ReplayEngine,
+        SavedScheduleEngine,
     )
     from .tape import ReplayTape
 
@@ -151,7 +152,12 @@ def replay(
         order_timeout = DEFAULT_ORDER_TIMEOUT
     recording = source if isinstance(source, Recording) else load_for_replay(source)
     options: dict[str, Any] = {} if schedule is None else {"schedule": schedule}
-    engine = (ReplayEngine if schedule is None else ChaosEngine)(
+    kind: type[ReplayEngine] = ReplayEngine
+    if schedule is not None:
+        kind = ChaosEngine
+    elif recording.header.schedule is not None and not update and not live:
+        kind = SavedScheduleEngine  # a saved schedule stops where the schedule stopped
+    engine = kind(
         recording,
         strict=strict,
         noise=Noise.coerce(noise) | _hooks.noise(),

@@ -285,8 +285,9 @@ def test_a_chaos_receipts_schedule_is_drawn_in_order(
     out = tmp_path / "chaos.html"
     assert main(["report", str(tapes.small), "--receipt", str(receipt), "-o", str(out)]) == 0
     page.goto(out.as_uri())
-    page.wait_for_selector("#layer .row[data-seq]")
-    state = switch_to_lanes(page)
+    # A failing schedule's page opens on the lanes.
+    page.wait_for_selector("#lanes:not([hidden]) #lane-canvas[data-drawn]")
+    state = lanes_of(page)
     # Each scheduled call has its order number's disc at the start of its bar.
     for call in ran[:2]:
         x, y = bar_point(state, recording, call.seq)
@@ -320,9 +321,9 @@ def test_a_real_failing_chaos_schedule_is_drawn(page: Page, tmp_path: Path) -> N
     out = tmp_path / "chaos.html"
     assert main(["report", str(tape), "--receipt", str(receipt), "-o", str(out)]) == 0
     page.goto(out.as_uri())
-    page.wait_for_selector("#layer .row[data-seq]")
+    page.wait_for_selector("#lanes:not([hidden]) #lane-canvas[data-drawn]")
     assert f"chaos seed {seed} (pct): failed" in (page.locator("#info-table").text_content() or "")
-    state = switch_to_lanes(page)
+    state = lanes_of(page)
     ran = [c for c in item["chaos"]["schedule"] if c["seq"] is not None]
     assert int(state["scheduled"]) == len(ran) >= 2
     # The last call's order mark is drawn over everything before it: a disc around it.

@@ -74,13 +74,16 @@ def test_a_failing_schedules_receipt_opens_with_the_schedule_drawn(
         schedule = item["chaos"]["schedule"]
         assert [s["order"] for s in schedule] == list(range(1, len(schedule) + 1))
         assert {s["seq"] for s in drawn(schedule)} <= seqs
-    failing = [i for i in items if i["chaos"]["verdict"] == "failed"]
+    failing = sorted(
+        (i for i in items if i["chaos"]["verdict"] == "failed"), key=lambda i: i["chaos"]["seed"]
+    )
     assert failing, "20 schedules of the racy program found no race"
     expected = drawn(failing[0]["chaos"]["schedule"])
     assert len(expected) >= 2
 
     shown = page_receipt(tape, receipt, tmp_path / "chaos.html")
-    # The first failing schedule is drawn, whichever seeds before it passed.
+    # The failing schedule of the lowest seed is drawn, whichever seeds before it passed
+    # (and in whatever order pytest reported them).
     assert shown["schedule"] == expected
     rows = {r["chaos"]["seed"]: r["chaos"] for r in shown["reports"]}
     assert sorted(rows) == list(range(20))
@@ -91,6 +94,23 @@ def test_a_failing_schedules_receipt_opens_with_the_schedule_drawn(
         "--sessiontape-chaos-strategy pct --sessiontape-chaos-depth 3"
     )
     assert served_receipt(tape, receipt)["schedule"] == expected
+    # The page leads with what failed: the failure, seed, strategy, the command.
+    chaos = shown["chaos"]
+    assert chaos["failure"] == {
+        k: v for k, v in failing[0]["chaos"]["failure"].items() if v is not None
+    }
+    assert (chaos["seed"], chaos["strategy"], chaos["depth"]) == (seed, "pct", 3)
+    assert chaos["command"] == rows[seed]["command"]
+    assert (chaos["schedules"], chaos["failed"]) == (20, len(failing))
+    assert chaos["calls"] == len(failing[0]["chaos"]["schedule"])
+    assert served_receipt(tape, receipt)["chaos"] == chaos
+    # Its mismatch first; no call a schedule never reached is reported unconsumed.
+    kind = {"invariant": "invariant_violated", "outcome": "outcome_mismatch"}.get(
+        chaos["failure"]["kind"], "application_error"
+    )
+    assert shown["mismatches"][0]["kind"] == kind
+    assert shown["mismatches"][0]["nodeid"] == f"tapes/jobs.jsonl::jobs[chaos-{seed}]"
+    assert all(m["kind"] != "unconsumed" for m in shown["mismatches"])
 
 
 def test_without_a_failing_schedule_the_first_is_drawn(tmp_path: Path) -> None:
@@ -109,9 +129,26 @@ def test_without_a_failing_schedule_the_first_is_drawn(tmp_path: Path) -> None:
     receipt = tmp_path / "receipt.json"
     receipt.write_text(json.dumps(items), encoding="utf-8")
     read = read_receipt(str(receipt)).reports
+    steps = [item["chaos"]["steps"] for item in items]
+    calls = [len(item["chaos"]["schedule"]) for item in items]
     assert [r.chaos for r in read] == [
-        {"seed": 5, "strategy": "pct", "depth": 3, "verdict": "passed", "command": ""},
-        {"seed": 2, "depth": 3, "verdict": "passed", "command": ""},
+        {
+            "seed": 5,
+            "strategy": "pct",
+            "depth": 3,
+            "verdict": "passed",
+            "command": "",
+            "steps": steps[0],
+            "calls": calls[0],
+        },
+        {
+            "seed": 2,
+            "depth": 3,
+            "verdict": "passed",
+            "command": "",
+            "steps": steps[1],
+            "calls": calls[1],
+        },
     ]
     shown = page_receipt(tape, receipt, tmp_path / "chaos.html")
     assert shown["schedule"] == drawn(items[0]["chaos"]["schedule"])

@@ -59,12 +59,23 @@ def chaos(path: Path, body: Any, seed: int, **options: Any) -> sessiontape.Chaos
 
 def numbered(runner: Any, name: str, shared: dict[str, Any]) -> None:
     """Each worker asks for the next ticket: which worker gets which depends on the order,
-    and so does the request (a call the tape may not have)."""
+    and so does the request (a call the tape may not have: it names the worker in capitals,
+    which is not the worker's own name)."""
     for _ in range(2):
         with shared["lock"]:
             ticket = shared["next"]
             shared["next"] += 1
-        runner.run(["echo", name, str(ticket)], text=True)
+        runner.run(["echo", name.upper(), str(ticket)], text=True)
+        shared["log"].append(ticket)
+
+
+def named(runner: Any, name: str, shared: dict[str, Any]) -> None:
+    """As ``numbered``, but each request names the worker that asks, by its own name."""
+    for _ in range(2):
+        with shared["lock"]:
+            ticket = shared["next"]
+            shared["next"] += 1
+        runner.run(["echo", f"ticket {ticket} for {name}"], text=True)
         shared["log"].append(ticket)
 
 
@@ -82,6 +93,22 @@ def test_a_call_the_tape_cannot_answer_makes_the_schedule_inadmissible(tmp_path:
     assert result.inadmissible is not None
     assert "no recorded call answers: echo" in result.inadmissible
     assert "inadmissible (not a failure)" in result.render()
+
+
+def test_the_asking_workers_own_name_is_read_as_the_recording_workers(tmp_path: Path) -> None:
+    """A request naming the worker that asks is answered by another worker's recorded
+    call that asked the same in its own name: every schedule is admissible, and the
+    calls that swapped workers say so in today's names."""
+    record(tmp_path / "t.jsonl", named)
+    recorded = {e.seq: e.worker for e in sessiontape.load(tmp_path / "t.jsonl").calls}
+    swapped = 0
+    for seed in range(30):
+        result = chaos(tmp_path / "t.jsonl", named, seed)
+        assert result.verdict.value == "passed", result.render()
+        for call in result.calls:
+            assert call.call == "" or call.call.endswith(f" for {call.worker}"), call
+            swapped += call.seq is not None and recorded[call.seq] != call.worker
+    assert swapped > 0
 
 
 def locked_across_a_call(runner: Any, name: str, shared: dict[str, Any]) -> None:

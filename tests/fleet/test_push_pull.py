@@ -96,6 +96,7 @@ def test_an_interrupted_push_resumes(
     assert resumed["uploaded"] == 6 - len(tapes_sent)
 
 
+@pytest.mark.writes_invalid_tapes
 def test_push_refuses_a_tape_holding_a_secret(
     corpus: Path, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -96,6 +96,7 @@ def test_a_truncated_payload_fails_only_when_read(tmp_path: Path) -> None:
         assert tape.finish().ok
 
 
+@pytest.mark.writes_invalid_tapes
 def test_a_missing_sidecar_names_the_seq_and_the_file(tmp_path: Path) -> None:
     path = tmp_path / "side.jsonl"
     with sessiontape.record(path) as tape:

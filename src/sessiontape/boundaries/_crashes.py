@@ -5,8 +5,8 @@ future holds an exception nobody reads, an asyncio task's exception is never ret
 and the program goes on (it may even end normally). While a tape is open, these count as
 the crash of a worker:
 
-- **thread**: an exception (other than ``SystemExit``) that ends a thread, seen by
-  ``threading.excepthook``;
+- **thread**: an exception (other than ``SystemExit``, or the stop of a saved chaos
+  schedule) that ends a thread, seen by ``threading.excepthook``;
 - **future**: a ``concurrent.futures.Future`` whose exception was set while the tape was
   open and was never read (by ``result()`` or ``exception()``, which ``executor.map``,
   ``asyncio.wrap_future`` and ``await loop.run_in_executor(...)`` call) before the future
@@ -46,6 +46,7 @@ from typing import Any, Final
 
 from .._context import ESCAPED_FROM, worker_var
 from ..cassette import ErrorOrigin
+from ..replayer import ScheduleStopped
 from ._protocols import ReplaySide
 
 __all__ = ["CrashSink", "CrashWatch", "application_frame", "replaying_crashes"]
@@ -162,6 +163,8 @@ def _hook_threads(undo: list[Callable[[], None]]) -> None:
 
     def excepthook(args: Any) -> None:
         exc = args.exc_value
+        if isinstance(exc, ScheduleStopped):
+            return  # stopped where a saved schedule stopped it: an end, not a death
         if _sinks and args.exc_type is not SystemExit and exc is not None:
             _tell(_sinks, exc, args.exc_traceback, "thread", worker_var.get())
         previous(args)

@@ -428,7 +428,10 @@ class ProcessReplay:
         }
         if exact is not None:  # bytes that are not UTF-8: compared by the bytes
             request["exact"] = exact_request(exact)
-        entry = engine.take(BOUNDARY_PROCESS, request)
+        if deferred is UNKNOWN_INPUT:
+            entry = engine.take(BOUNDARY_PROCESS, request)
+        else:
+            entry = engine.take_before_stdin(BOUNDARY_PROCESS, request)
         if entry is None:
             raise engine.unanswered(BOUNDARY_PROCESS, f"the process call {list(argv)!r}")
         assert isinstance(entry, ProcessCall)

@@ -105,6 +105,15 @@ class ReplaySide(Protocol):
         values it made up correlated, times read between calls matched, noise applied.
         Returns the field diffs (none: it matches) and their total."""
 
+    def take_before_stdin(self, boundary: str, actual: Mapping[str, Any]) -> CallEntry | None:
+        """``take()`` for a process started before its stdin is written (``actual``'s
+        ``input`` is the head's); :meth:`stdin_differs` follows once it is."""
+
+    def stdin_differs(self, entry: CallEntry, written: bytes) -> CallEntry | None:
+        """A process taken before its stdin was written wrote another stdin than
+        ``entry``'s: the recorded call to answer it instead, or ``None`` (the difference
+        is the boundary's to report)."""
+
     def served(self, entry: CallEntry) -> None:
         """Count ``entry`` as served; virtual time moves to the end of its call."""
 

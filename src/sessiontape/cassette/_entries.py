@@ -41,6 +41,7 @@ __all__ = [
     "Payload",
     "ProcessCall",
     "Rerecorded",
+    "SavedSchedule",
     "SessionEnd",
     "SessionResume",
     "SessionStart",
@@ -191,6 +192,29 @@ class Rerecorded(msgspec.Struct, frozen=True, kw_only=True):
     dropped: int = 0
 
 
+class SavedSchedule(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a tape written by ``--sessiontape-chaos-save`` (``tape.save_chaos``) is: the
+    chaos schedule of another tape that failed, up to its failure.
+
+    ``tape`` and ``run_id`` name the tape it ran on; ``seed``, ``strategy`` and ``depth``
+    the schedule; ``kind``, ``message`` and ``worker`` the failure it found (a
+    ``FailureKind`` value, its message, the worker it happened in; ``kind`` empty: the
+    schedule passed). A plain replay of
+    the tape serves each worker what the schedule served it and stops a worker where the
+    schedule stopped it (at its next call once its calls are used up), so that the failure
+    is found again, first and alone.
+    """
+
+    tape: str
+    run_id: str
+    seed: int
+    strategy: str
+    depth: int
+    kind: str = ""
+    message: str = ""
+    worker: str | None = None
+
+
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     """The first line of every cassette: who recorded what, where, and with which settings.
 
@@ -213,6 +237,8 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     shrunk_from: ShrunkFrom | None = None
     #: The live re-records of segments of this tape, oldest first (``None``: none).
     rerecorded: list[Rerecorded] | None = None
+    #: The failing chaos schedule this tape was saved from (``None``: not one).
+    schedule: SavedSchedule | None = None
 
 
 class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):

@@ -33,9 +33,11 @@ __all__ = [
     "Receipt",
     "ReceiptReport",
     "add_receipt_argument",
+    "chaos_data",
     "drawn_schedule",
     "marks",
     "read_receipt",
+    "shown_first",
 ]
 
 #: The ``--receipt`` help text, the same in every command that takes one.
@@ -122,13 +124,47 @@ def marks(reports: Sequence[ReceiptReport]) -> dict[int, list[Mismatch]]:
     return marked
 
 
-def drawn_schedule(reports: Sequence[ReceiptReport]) -> list[dict[str, Any]] | None:
-    """The chaos schedule the lane view draws: the first failing schedule's, else the
-    first one's (a receipt of ``--sessiontape-chaos N`` holds N schedules of a tape)."""
-    scheduled = [r for r in reports if r.schedule]
+def _shown(reports: Sequence[ReceiptReport]) -> ReceiptReport | None:
+    """The chaos schedule a page leads with: the failing one of the lowest seed, else the
+    first one (a receipt of ``--sessiontape-chaos N`` holds N schedules of a tape, in the
+    order pytest reported them)."""
+    scheduled = [r for r in reports if r.chaos is not None]
     failing = [r for r in scheduled if r.chaos_failed]
-    picked = (failing or scheduled)[:1]
-    return picked[0].schedule if picked else None
+    if failing:
+        return min(failing, key=lambda r: r.chaos.get("seed", 0) if r.chaos else 0)
+    return scheduled[0] if scheduled else None
+
+
+def shown_first(reports: Sequence[ReceiptReport]) -> list[ReceiptReport]:
+    """``reports`` with the chaos schedule a page leads with first (see :func:`chaos_data`)."""
+    shown = _shown(reports)
+    return [r for r in reports if r is shown] + [r for r in reports if r is not shown]
+
+
+def drawn_schedule(reports: Sequence[ReceiptReport]) -> list[dict[str, Any]] | None:
+    """The chaos schedule the lane view draws: the shown schedule's calls (see
+    :func:`chaos_data`)."""
+    shown = _shown([r for r in reports if r.schedule])
+    return shown.schedule if shown is not None else None
+
+
+def chaos_data(reports: Sequence[ReceiptReport]) -> dict[str, Any] | None:
+    """What a page leads with for a receipt of chaos schedules: the shown schedule's
+    seed, strategy, depth, verdict, failure (or why it was inadmissible), calls and the
+    command that runs it again, and how many schedules of the cassette failed or were
+    inadmissible. ``None`` when no report is of a schedule."""
+    shown = _shown(reports)
+    if shown is None:
+        return None
+    assert shown.chaos is not None
+    verdicts = [r.chaos.get("verdict") for r in reports if r.chaos is not None]
+    return {
+        **shown.chaos,
+        "nodeid": shown.nodeid,
+        "schedules": len(verdicts),
+        "failed": verdicts.count("failed"),
+        "inadmissible_schedules": verdicts.count("inadmissible"),
+    }
 
 
 def read_receipt(path: str) -> Receipt:
@@ -189,13 +225,27 @@ _CHAOS_FIELDS: Final = (
     ("depth", int),
     ("verdict", str),
     ("command", str),
+    ("steps", int),
+    ("inadmissible", str),
 )
+#: The fields of its ``failure``, and their types.
+_FAILURE_FIELDS: Final = (("kind", str), ("message", str), ("worker", str), ("after", int))
 
 
 def _chaos_summary(chaos: dict[str, Any]) -> dict[str, Any]:
-    """The scalars of a chaos result (the receipt is data: a field of another type is
-    left out)."""
-    return {name: chaos[name] for name, kind in _CHAOS_FIELDS if type(chaos.get(name)) is kind}
+    """The scalars of a chaos result, and its failure (the receipt is data: a field of
+    another type is left out)."""
+    summary = _typed(chaos, _CHAOS_FIELDS)
+    calls = chaos.get("schedule")
+    summary["calls"] = len(calls) if isinstance(calls, list) else 0
+    failure = chaos.get("failure")
+    if isinstance(failure, dict) and type(failure.get("message")) is str:
+        summary["failure"] = _typed(failure, _FAILURE_FIELDS)
+    return summary
+
+
+def _typed(data: dict[str, Any], fields: Sequence[tuple[str, type]]) -> dict[str, Any]:
+    return {name: data[name] for name, kind in fields if type(data.get(name)) is kind}
 
 
 def _schedule(value: Any) -> list[dict[str, Any]] | None:

@@ -40,7 +40,7 @@ from ..report import format_ms
 from ._clip import CLIPPED, MORE, clip_json, clip_raw, clip_text
 from ._common import KIND_OF_TYPE, KINDS, CallTree, recorded_duration, what
 from ._failures import ERROR_CLASSES, error_column, error_counts, failed_rows
-from ._receipt import ReceiptReport, drawn_schedule
+from ._receipt import ReceiptReport, chaos_data, drawn_schedule, shown_first
 from ._show import crash_note
 
 __all__ = [
@@ -592,7 +592,8 @@ def cassette_data(
         else {
             "path": receipt,
             "reports": [_report_data(r) for r in reports],
-            "mismatches": mismatch_data(reports),
+            "mismatches": mismatch_data(shown_first(reports)),
             "schedule": drawn_schedule(reports),
+            "chaos": chaos_data(reports),
         },
     }

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Generator
 
     from ..replayer import Schedule
     from ..report import ChaosResult
@@ -34,6 +34,7 @@ __all__ = [
     "chaos_header",
     "chaos_settings",
     "configure_chaos",
+    "inadmissible_line",
     "reproduce_command",
 ]
 
@@ -250,6 +251,22 @@ class _ChaosSummary:
         self.config = config
         self.results: list[dict[str, Any]] = []
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """An inadmissible schedule's skip is placed at its cassette, not at the line of
+        sessiontape that skipped it."""
+        report = yield
+        if (
+            report.skipped
+            and isinstance(report.longrepr, tuple)
+            and any(name == CHAOS_PROPERTY for name, _ in report.user_properties)
+        ):
+            # No line: pytest shows "PATH: reason" for a skip whose line is None.
+            report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
@@ -263,6 +280,9 @@ class _ChaosSummary:
         line = summary_line(self.results, chaos_settings(self.config))
         if line:
             terminalreporter.write_line(line)
+        why = inadmissible_line(self.results)
+        if why:
+            terminalreporter.write_line(why)
 
     def pytest_unconfigure(self) -> None:
         if self.config.pluginmanager.is_registered(self):
@@ -298,3 +318,27 @@ def summary_line(results: list[dict[str, Any]], settings: ChaosSettings) -> str:
             f"over {schedules} schedules of a cassette"
         )
     return line
+
+
+def inadmissible_line(results: list[dict[str, Any]]) -> str:
+    """What made most inadmissible schedules inadmissible: the kind of call they stopped
+    at, how many did, and the reason of the first of them (by cassette and seed)."""
+    stopped = [r for r in results if r["verdict"] == "inadmissible"]
+    if not stopped:
+        return ""
+    counts: dict[str, int] = {}
+    for r in stopped:
+        call = r.get("inadmissible_call") or "call"
+        counts[call] = counts.get(call, 0) + 1
+    call, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
+    first = min(
+        (r for r in stopped if (r.get("inadmissible_call") or "call") == call),
+        key=lambda r: (r["cassette"], r["seed"]),
+    )
+    most = "all" if count == len(stopped) else f"{count}"
+    article = "an" if call[:1] in "aeiou" else "a"
+    return (
+        f"sessiontape chaos: {len(stopped)} inadmissible schedules (not failures; shown as "
+        f"skipped), {most} of them stopped at {article} {call} that no recorded call answers; "
+        f"the first, {first['cassette']} seed {first['seed']}: {first['inadmissible']}"
+    )

@@ -247,7 +247,8 @@ def _finish_with(player: ReplayTape, result: Any) -> None:
 
 class ChaosItem(CassetteItem):
     """One chaos schedule of a cassette (``--sessiontape-chaos``): fails when the
-    schedule fails; an inadmissible schedule passes and is counted in the summary."""
+    schedule fails; an inadmissible schedule is skipped with its reason (and counted in
+    the summary)."""
 
     #: The schedule's seed.
     seed: int = 0
@@ -303,3 +304,5 @@ class ChaosItem(CassetteItem):
                     f"(pytest --replay {shlex.quote(shown)})."
                 )
             _fail(text)
+        if result.inadmissible is not None:
+            pytest.skip(f"inadmissible schedule (seed {self.seed}): {result.inadmissible}")

@@ -22,6 +22,7 @@ from ._rebuild import (
     resolve_result_type,
     unregister_type,
 )
+from ._saved import SavedScheduleEngine
 from ._schedule import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Schedule, Strategy, pct_bound
 from ._select import Selector, Selectors
 from ._timepatch import lingering
@@ -46,6 +47,7 @@ __all__ = [
     "Normalize",
     "Path",
     "ReplayEngine",
+    "SavedScheduleEngine",
     "Schedule",
     "ScheduleStopped",
     "ScheduledClock",

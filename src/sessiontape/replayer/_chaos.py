@@ -8,13 +8,17 @@ replay (a plain replay builds a plain engine).
 
 Under another interleaving than the recorded one, a worker may ask what another worker
 asked in production (it claimed that worker's task). So a substituted call is answered by
-the recorded call that asked the same (normalised as the aligner does), from whichever
-worker's queue holds it: the calling worker's next call first, then the other workers'
-next calls, then any call not yet served. A call that no recorded call answers makes the
-schedule *inadmissible*: it stops, and that is not a failure. Verify-boundary calls (the
-store) run for real and in whatever order the schedule makes; their results are not
+the recorded call that asked the same, from whichever worker's queue holds it, the
+asking worker's own name read as the recording worker's (``_across.py``). A call that no
+recorded call answers makes the schedule *inadmissible*: it stops, and that is not a
+failure (``_admit.py`` says why, and which mask would admit it). Verify-boundary calls
+(the store) run for real and in whatever order the schedule makes; their results are not
 compared with the recorded ones (another order gives other results), but the project's
 invariants are checked after each of them.
+
+The report of a schedule holds what failed it first (the invariant it broke, the worker
+that died, the other outcome) and no call it never reached (``_trace.py`` keeps the calls
+as they ran, which ``_chaos_save.py`` writes as a tape of its own).
 """
 
 from __future__ import annotations
@@ -32,34 +36,33 @@ from ..cassette import (
     BoundaryKind,
     Call,
     CallEntry,
-    ErrorInfo,
+    ProcessCall,
     Recording,
     StoreMutation,
-    boundary_of,
     request_of,
-    stored_result,
 )
 from ..report import (
-    SHOWN_PER_WORKER,
-    ChaosCall,
-    ChaosDecision,
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
-    DescribedCalls,
     FailureKind,
     MismatchKind,
     ReplayReport,
     summarize_value,
 )
+from ._across import AcrossWorkers
+from ._admit import inadmissible
 from ._align import Normalize
-from ._chaos_save import save_schedule
+from ._chaos_save import save_schedule, saved_schedule
 from ._clock import FakeClock
-from ._decisions import decisions_of
+from ._decisions import traced_decisions
 from ._engine import UNSET, ReplayEngine
 from ._invariants import Invariant, violation
+from ._outcome import Outcome
+from ._renamed import renamed
 from ._schedule import Schedule, Strategy
 from ._scheduler import Scheduler, ScheduleStopped
+from ._trace import NO_REQUEST, Trace, boundary_name
 
 __all__ = ["ChaosEngine", "ScheduleStopped", "ScheduledClock"]
 
@@ -93,28 +96,10 @@ class ScheduledClock(FakeClock):
         self._scheduler.point(sleeping=True)
 
 
-_NO_REQUEST: Final[Mapping[str, Any]] = {}
-
-
 def _is_verify(entry: CallEntry) -> bool:
     if isinstance(entry, StoreMutation):
         return True
     return isinstance(entry, Call) and entry.mode == BoundaryKind.VERIFY.value
-
-
-def _what(entry: CallEntry | None, request: Mapping[str, Any], boundary: str) -> str:
-    """A call in short: ``git merge --no-ff ...`` or ``claim_next('worker-1')``, as
-    recorded (no path of today's)."""
-    if entry is not None:
-        request = request_of(entry)
-    if boundary == BOUNDARY_PROCESS:
-        # Joined plainly (shlex's quoting costs more than the rest of a schedule's report).
-        text = " ".join(str(a) for a in request.get("argv") or ())
-    else:
-        args = [summarize_value(a, 30) for a in request.get("args") or ()]
-        args += [f"{k}={summarize_value(v, 30)}" for k, v in (request.get("kwargs") or {}).items()]
-        text = f"{request.get('method')}({', '.join(args)})"
-    return text if len(text) <= 72 else text[:71] + "…"
 
 
 class ChaosEngine(ReplayEngine):
@@ -131,41 +116,33 @@ class ChaosEngine(ReplayEngine):
             if queue and _is_verify(queue[0])
         }
         self._verify_seqs = {seq for seqs in index.verify_order.values() for seq in seqs}
-        self._by_boundary: dict[str, list[tuple[str, deque[CallEntry]]]] = {}
-        for (boundary, worker), queue in sorted(index.queues.items()):
-            self._by_boundary.setdefault(boundary, []).append((worker, queue))
+        self._across = AcrossWorkers(index.queues, self._aligner._compare)
         #: A stand-in entry per verify boundary, for a call with no recorded twin.
         self._tokens = {
             boundary: queues[0][1][0]
-            for boundary, queues in self._by_boundary.items()
+            for boundary, queues in self._across.by_boundary.items()
             if boundary in self._verify_boundaries and queues[0][1]
         }
         self._workers = len({worker for (_, worker) in index.queues})
-        #: The calls in the order they ran (worker, boundary or None: the entry's, entry,
-        #: request), and by order for each verify call what a saved schedule needs:
-        #: (recorded seq or None, its normalised request, its real result or None).
-        self.calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]] = []
         self.scheduler = Scheduler(
             schedule,
             steps=index.loaded + 1,
             max_steps=_STEPS_PER_CALL * (index.loaded + 10),
             on_stall=self._stalled,
             on_error=self._thread_died,
-            position=self.calls.__len__,
+            position=lambda: len(self.trace.calls),
         )
         self._point = self.scheduler.point
         header = recording.header
         self.clock = ScheduledClock(header.ts_ns, header.mono_ns, self.scheduler)
         self._chaos_invariants: list[Invariant] = []
-        self.answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]] = {}
-        #: Per thread, the order of the verify call under way.
-        self._open: dict[int, int] = {}
-        #: The verify calls that ended (by order): a None answer is the recorded one.
-        self._done: set[int] = set()
+        #: The calls in the order they ran.
+        self.trace = Trace()
         self._lock = threading.Lock()
         self._verdict: ChaosVerdict | None = None
         self._failure: ChaosFailure | None = None
         self._why_inadmissible: str | None = None
+        self._inadmissible_call: str | None = None
         self.result: ChaosResult | None = None
 
     # -- the verdict ------------------------------------------------------------------
@@ -182,10 +159,15 @@ class ChaosEngine(ReplayEngine):
             self._why_inadmissible = why
             return True
 
-    def _fail(self, kind: FailureKind, message: str, worker: str | None) -> None:
-        failure = ChaosFailure(kind=kind, message=message, worker=worker, after=len(self.calls))
+    def _fail(self, kind: FailureKind, message: str, worker: str | None) -> bool:
+        """Fail the schedule (unless its verdict is fixed already); whether this did."""
+        failure = ChaosFailure(
+            kind=kind, message=message, worker=worker, after=len(self.trace.calls)
+        )
         if self._settle(ChaosVerdict.FAILED, failure=failure):
             self.scheduler.stop()
+            return True
+        return False
 
     def _stalled(self, message: str) -> None:
         # The scheduler's lock is held: settle only, it stops itself.
@@ -194,25 +176,26 @@ class ChaosEngine(ReplayEngine):
             failure=ChaosFailure(
                 kind=FailureKind.DEADLOCK,
                 message=f"possible deadlock: {message}",
-                after=len(self.calls),
+                after=len(self.trace.calls),
             ),
         )
 
     def _thread_died(self, exc: BaseException, worker: str) -> None:
-        self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker)
+        if self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker):
+            self._outcome.application_error(exc, worker, None)
 
     def _exception_text(self, exc: BaseException) -> str:
         # Scrubbed: the message may name today's temporary directories.
         return f"{type(exc).__qualname__}: {self.scrubber.text(str(exc))}"
 
     def _inadmissible(self, boundary: str, request: Mapping[str, Any]) -> ScheduleStopped:
-        worker = worker_var.get()
-        why = (
-            f"worker {worker!r} made a {boundary} call that no recorded call answers: "
-            f"{_what(None, request, boundary)}"
-        )
-        if self._settle(ChaosVerdict.INADMISSIBLE, why=why):
-            self.scheduler.stop()
+        if self._verdict is None:  # the reason is worked out once, by the first to stop
+            hidden = self._index.hidden
+            recorded = (e for e in self.recording.calls if e.seq not in hidden)
+            why, call = inadmissible(boundary, request, worker_var.get(), recorded)
+            if self._settle(ChaosVerdict.INADMISSIBLE, why=why):
+                self._inadmissible_call = call
+                self.scheduler.stop()
         return ScheduleStopped()
 
     # -- scheduling points: the boundary-facing methods ----------------------------------
@@ -226,88 +209,80 @@ class ChaosEngine(ReplayEngine):
         queue = self.queue(boundary)
         return queue[0] if queue else None
 
-    def _trace(
-        self,
-        entry: CallEntry | None,
-        boundary: str | None,
-        request: Mapping[str, Any],
-        *,
-        verify: bool = False,
-    ) -> None:
-        """Note a call as it runs (described only when the result is built); a verify
-        call's real result joins it later (mismatch(), turn_done()) for a saved schedule."""
-        self.calls.append((worker_var.get(), boundary, entry, request))
-        if verify:
-            order = len(self.calls)
-            self.answers[order] = (entry.seq if entry is not None else None, request, None)
-            self._open[threading.get_ident()] = order
-
     # A call answered by a recorded entry is described by that entry when the result is
     # built: nothing of the request is kept.
 
     def took(self, entry: CallEntry) -> None:
         super().took(entry)
-        self._trace(entry, None, _NO_REQUEST, verify=entry.seq in self._verify_seqs)
+        verify = entry.seq in self._verify_seqs
+        self.trace.add(worker_var.get(), entry, None, NO_REQUEST, verify=verify)
 
     def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
         super().serve_head(queue, head)
-        self.calls.append((worker_var.get(), None, head, _NO_REQUEST))
+        self.trace.add(worker_var.get(), head, None, NO_REQUEST)
 
     def take_head(self, boundary: str) -> CallEntry:
         head = super().take_head(boundary)
-        self._trace(head, boundary, _NO_REQUEST, verify=boundary in self._verify_boundaries)
+        verify = boundary in self._verify_boundaries
+        self.trace.add(worker_var.get(), head, boundary, NO_REQUEST, verify=verify)
         return head
 
     def take(
         self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
     ) -> CallEntry | None:
-        entry = self._find(boundary, actual, normalize)
+        return self._take(boundary, actual, normalize, any_input=False)
+
+    def take_before_stdin(self, boundary: str, actual: Mapping[str, Any]) -> CallEntry | None:
+        # Its stdin is not known yet: any recorded call that asked the same but for its
+        # stdin answers it, until stdin_differs() finds the one that got the stdin written.
+        return self._take(boundary, actual, None, any_input=True)
+
+    def _take(
+        self,
+        boundary: str,
+        actual: Mapping[str, Any],
+        normalize: Normalize | None,
+        *,
+        any_input: bool,
+    ) -> CallEntry | None:
+        me = worker_var.get()
+        entry, named = self._across.find(boundary, actual, normalize, me, any_input=any_input)
         if normalize is not None and entry is None:
             actual = normalize(actual, None)
         if boundary in self._verify_boundaries:
-            self._trace(entry, boundary, actual, verify=True)
+            self.trace.add(me, entry, boundary, actual, verify=True, named=named)
             return entry if entry is not None else self._tokens[boundary]
         if entry is None:
             raise self._inadmissible(boundary, actual)
-        self._outcome.position[worker_var.get()] = entry.seq
-        self._trace(entry, boundary, _NO_REQUEST)
+        self._outcome.position[me] = entry.seq
+        self.trace.add(me, entry, boundary, NO_REQUEST, named=named)
         return entry
 
-    def _find(
-        self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None
-    ) -> CallEntry | None:
-        """The recorded call of ``boundary`` that asked ``actual``, taken off its queue:
-        the caller's next call, another worker's next call, then any call left.
-
-        A raw request (``normalize`` given) equal to a queue head's is that call, with no
-        scrubbing; otherwise it is normalised and compared as the aligner compares."""
-        queues = self._by_boundary.get(boundary)
-        if not queues:
-            return None
+    def stdin_differs(self, entry: CallEntry, written: bytes) -> CallEntry | None:
+        """The recorded call that asked what ``entry`` asked but with the stdin
+        ``written``, in ``entry``'s place (which goes back to the front of its queue):
+        ``entry`` was taken before the stdin was written. None answers it: inadmissible."""
+        assert isinstance(entry, ProcessCall)
         me = worker_var.get()
-        ordered = sorted(queues, key=lambda wq: wq[0] != me)
-        if normalize is not None:
-            for _, queue in ordered:
-                if queue and request_of(queue[0]) == actual:
-                    return queue.popleft()
-            actual = normalize(actual, None)
-        same = self._aligner._compare
-        for _, queue in ordered:
-            if queue and not same(boundary, queue[0], actual)[0]:
-                return queue.popleft()
-        for _, queue in ordered:
-            for i in range(1, len(queue)):
-                if not same(boundary, queue[i], actual)[0]:
-                    entry = queue[i]
-                    del queue[i]
-                    return entry
-        return None
+        asked = request_of(entry)
+        if self.trace.order_of(me, entry) in self.trace.renamed:  # as the caller asked it
+            asked = renamed(asked, entry.worker, me)
+        asked = {**asked, "input": self.codec.comparable(written, entry.input)}
+        found = self._across.for_stdin(entry, asked, me)
+        if found is None:
+            raise self._inadmissible(BOUNDARY_PROCESS, asked)
+        other, named = found
+        self._index.queues[(BOUNDARY_PROCESS, entry.worker)].appendleft(entry)
+        self.trace.replace(me, entry, other, named)
+        self._outcome.position[me] = other.seq
+        return other
 
     def unanswered(self, boundary: str, what: str) -> Any:
         if self._settle(
             ChaosVerdict.INADMISSIBLE,
             why=f"worker {worker_var.get()!r}: {what} has no recorded answer",
         ):
+            self._inadmissible_call = f"{boundary} call"
             self.scheduler.stop()
         return ScheduleStopped()
 
@@ -324,10 +299,7 @@ class ChaosEngine(ReplayEngine):
         if kind is MismatchKind.STORE_MISMATCH:
             # Another order gives other results: not a finding, but the real result is
             # what a saved schedule records.
-            order = self._open.get(threading.get_ident())
-            if order is not None:
-                seq, request, _ = self.answers[order]
-                self.answers[order] = (seq, request, fields.get("actual"))
+            self.trace.gave(fields.get("actual"))
             return
         super().mismatch(kind, **fields)
 
@@ -335,12 +307,11 @@ class ChaosEngine(ReplayEngine):
         return None  # the schedule, not the recording, orders verify calls
 
     def turn_done(self, name: str, seq: int) -> None:
-        order = self._open.pop(threading.get_ident(), None)
-        if order is not None:
-            self._done.add(order)
+        order = self.trace.ended()
         message = violation(self._chaos_invariants) if self._chaos_invariants else None
         if message is not None:
-            self._fail(FailureKind.INVARIANT, message, worker_var.get())
+            if self._fail(FailureKind.INVARIANT, message, worker_var.get()):
+                _violated(self._outcome, self.trace, message, order)
             raise ScheduleStopped
 
     def add_invariant(self, check: Invariant) -> None:
@@ -348,16 +319,14 @@ class ChaosEngine(ReplayEngine):
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         if not isinstance(exc, ScheduleStopped):
-            self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker_var.get())
-
-    def token_for(self, boundary: str) -> CallEntry:
-        """The recorded call standing in for ``boundary``'s calls with no recorded twin."""
-        return self._tokens[boundary]
+            worker = worker_var.get()
+            if self._fail(FailureKind.EXCEPTION, self._exception_text(exc), worker):
+                self._outcome.application_error(exc, worker, frame)
 
     def save(self, target: Path) -> Path:
         """Write the schedule as it ran to the cassette ``target`` (see ``_chaos_save``)."""
-        answers = _saved_answers(self.calls, self.answers, self._done, self._tokens)
-        return save_schedule(str(self.recording.path), self.calls, answers, self.token_for, target)
+        saved = saved_schedule(self.recording, self.schedule, self._failure)
+        return save_schedule(str(self.recording.path), self.trace, self._tokens, target, saved)
 
     # -- ending -----------------------------------------------------------------------
 
@@ -366,24 +335,38 @@ class ChaosEngine(ReplayEngine):
             return self._outcome.report
         if self._verdict is not None:
             # Stopped: what the application did after that says nothing.
-            return super().finish()
+            return self._failure_first(super().finish())
         if self._chaos_invariants:
             message = violation(self._chaos_invariants)
-            if message is not None:
-                self._fail(FailureKind.INVARIANT, f"at the end: {message}", None)
+            if message is not None and self._fail(
+                FailureKind.INVARIANT, f"at the end: {message}", None
+            ):
+                _violated(self._outcome, self.trace, message, None)
         report = super().finish(outcome)
-        for mismatch in report.ordered_mismatches():
-            kind = _FAILING.get(mismatch.kind)
-            if kind is not None and mismatch.kind is not MismatchKind.INVARIANT_VIOLATED:
-                message = mismatch.message.rstrip(".")
-                if mismatch.diffs:
-                    message += ": " + "; ".join(
-                        f"{d.path or 'outcome'} recorded {summarize_value(d.expected, 40)}, "
-                        f"now {summarize_value(d.actual, 40)}"
-                        for d in mismatch.diffs[:3]
-                    )
-                self._fail(kind, self.scrubber.text(message), None)
-                break
+        found = _finding(report)
+        if found is not None:
+            self._fail(found[0], self.scrubber.text(found[1]), None)
+        return self._failure_first(report)
+
+    def _check_the_end(self, outcome: Any) -> None:
+        # Stopped: the run did not reach its end (the verdict's checks are its own).
+        if self._verdict is None:
+            super()._check_the_end(outcome)
+
+    def _unconsumed(self) -> list[tuple[tuple[str, str], deque[CallEntry]]]:
+        # Calls a schedule did not make are its consequence (it stopped, or another order
+        # made fewer calls), never a finding: none is reported unconsumed.
+        return []
+
+    def _failure_first(self, report: ReplayReport) -> ReplayReport:
+        """The report with the mismatch that failed the schedule first (its kind is the
+        failure's); what else the replay noticed follows."""
+        failure = self._failure
+        kinds = {k for k, found in _FAILING.items() if failure and found is failure.kind}
+        first = next((m for m in report.mismatches if m.kind in kinds), None)
+        if first is not None:
+            report.mismatches = [first, *(m for m in report.mismatches if m is not first)]
+            report.context = self._outcome.context_for(first)
         return report
 
     def close(self, exc: BaseException | None) -> bool:
@@ -407,106 +390,50 @@ class ChaosEngine(ReplayEngine):
             verdict=self._verdict or ChaosVerdict.PASSED,
             failure=self._failure,
             inadmissible=self._why_inadmissible,
+            inadmissible_call=self._inadmissible_call,
             steps=self.scheduler.steps,
             threads=self.scheduler.threads,
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
-            calls=_described(list(self.calls)),
-            decisions=_decisions(self) if schedule.trace else (),
+            calls=self.trace.described(),
+            decisions=traced_decisions(self.scheduler.decider, self.trace),
         )
         return exc is not None
 
 
-def _described(
-    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
-) -> DescribedCalls:
-    """The calls as they ran, described when the result's calls are first read (a
-    passing schedule's seldom are)."""
-    return DescribedCalls(lambda: _describe(calls))
+def _finding(report: ReplayReport) -> tuple[FailureKind, str] | None:
+    """The first mismatch of a schedule that ran to its end that fails it (another outcome,
+    a crash, a worker's death), in words: kind and message."""
+    for mismatch in report.ordered_mismatches():
+        kind = _FAILING.get(mismatch.kind)
+        if kind is not None and mismatch.kind is not MismatchKind.INVARIANT_VIOLATED:
+            message = mismatch.message.rstrip(".")
+            if mismatch.diffs:
+                message += ": " + "; ".join(
+                    f"{d.path or 'outcome'} recorded {summarize_value(d.expected, 40)}, "
+                    f"now {summarize_value(d.actual, 40)}"
+                    for d in mismatch.diffs[:3]
+                )
+            return kind, message
+    return None
 
 
-def _describe(
-    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
-) -> list[ChaosCall]:
-    """The calls as they ran; only those a report shows get their text."""
-    shown = _shown(calls)
-    out = []
-    for order, (worker, boundary, entry, request) in enumerate(calls, 1):
-        name = boundary or _boundary(entry)
-        out.append(
-            ChaosCall(
-                order=order,
-                worker=worker,
-                boundary=name,
-                seq=entry.seq if entry is not None else None,
-                call=_what(entry, request, name) if order in shown else "",
-            )
-        )
-    return out
-
-
-def _shown(calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]]) -> set[int]:
-    """The orders of the calls a report shows: the last few of each worker."""
-    shown: set[int] = set()
-    left: dict[str, int] = {}
-    for order in range(len(calls), 0, -1):
-        worker = calls[order - 1][0]
-        count = left.get(worker, 0)
-        if count < SHOWN_PER_WORKER:
-            shown.add(order)
-            left[worker] = count + 1
-    return shown
-
-
-def _decisions(engine: ChaosEngine) -> list[ChaosDecision]:
-    """A traced schedule's decisions, named by the calls they ordered."""
-    decider = engine.scheduler.decider
-    assert decider is not None
-    calls = engine.calls
-    return decisions_of(
-        decider.decisions,
-        decider.workers(),
-        [worker for worker, _, _, _ in calls],
-        lambda i: _what_ran(calls[i]),
+def _violated(outcome: Outcome, trace: Trace, message: str, order: int | None) -> None:
+    """The report's mismatch for a violated invariant: after the verify call at
+    ``order`` of the schedule (``None``: at the end), as a plain replay words it."""
+    seq = boundary = None
+    if order is not None:
+        _, boundary, entry, _ = trace.calls[order - 1]
+        seq = entry.seq if entry is not None else None
+        boundary = boundary or boundary_name(entry)
+    where = "at the end" if order is None else f"after the call at seq {seq}"
+    if order is not None and seq is None:
+        where = f"after call #{order} of the schedule (a {boundary} call the tape lacks)"
+    outcome.collect(
+        MismatchKind.INVARIANT_VIOLATED,
+        seq=seq,
+        worker=worker_var.get(),
+        boundary=boundary or "session",
+        message=f"an invariant does not hold {where}: {message}",
+        actual={"message": message},
     )
-
-
-def _what_ran(
-    call: tuple[str, str | None, CallEntry | None, Mapping[str, Any]],
-) -> tuple[str, str]:
-    """One of the engine's calls in short (see _what), and its boundary."""
-    _, boundary, entry, request = call
-    boundary = boundary or _boundary(entry)
-    return _what(entry, request, boundary), boundary
-
-
-def _boundary(entry: CallEntry | None) -> str:
-    return (boundary_of(entry) if entry is not None else None) or "?"
-
-
-def _saved_answers(
-    calls: list[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
-    answers: dict[int, tuple[int | None, Mapping[str, Any] | None, Any]],
-    done: set[int],
-    tokens: Mapping[str, CallEntry],
-) -> dict[int, tuple[int | None, Mapping[str, Any] | None, Any]]:
-    """``answers``, with the recorded answer of each verify call in ``done`` that ended
-    with it (looked up only now: most schedules are never saved)."""
-    saved = dict(answers)
-    for order in done:
-        seq, request, actual = saved[order]
-        if actual is None:
-            _, boundary, entry, _ = calls[order - 1]
-            if entry is None:
-                entry = tokens[boundary or _boundary(entry)]
-            saved[order] = (seq, request, _recorded_answer(entry))
-    return saved
-
-
-def _recorded_answer(entry: CallEntry) -> Any:
-    """A verify call's recorded result or error, in the shape of a store mismatch's
-    ``actual`` (``{"result": ...}`` or ``{"error": {...}}``)."""
-    error: ErrorInfo | None = getattr(entry, "error", None)
-    if error is not None:
-        return {"error": {"type": error.type, "message": error.message}}
-    return {"result": stored_result(getattr(entry, "result", None))}

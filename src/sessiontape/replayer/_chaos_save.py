@@ -14,16 +14,27 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from .._errors import UsageError
-from ..cassette import SIDECAR_SUFFIX, CallEntry, is_cassette, write_new_cassette
+from ..cassette import (
+    SIDECAR_SUFFIX,
+    CallEntry,
+    Recording,
+    SavedSchedule,
+    is_cassette,
+    write_new_cassette,
+)
+from ..report import ChaosFailure
+from ._renamed import REQUEST_FIELDS, renamed
+from ._schedule import Schedule, Strategy
+from ._trace import Trace
 
-__all__ = ["save_schedule"]
+__all__ = ["save_schedule", "saved_schedule"]
 
 #: Entry kinds that are calls (renumbered and reordered); everything else keeps its place.
 _CALL_KINDS: Final = frozenset({"process", "agent_turn", "store_mutation", "call"})
@@ -46,18 +57,35 @@ def _with_answer(entry: dict[str, Any], answer: Any) -> dict[str, Any]:
     return entry
 
 
+def saved_schedule(
+    recording: Recording, schedule: Schedule, failure: ChaosFailure | None
+) -> SavedSchedule:
+    """What the header of a schedule saved from ``recording`` says it is."""
+    return SavedSchedule(
+        tape=os.path.basename(str(recording.path)),
+        run_id=recording.header.run_id,
+        seed=schedule.seed,
+        strategy=Strategy(schedule.strategy).value,
+        depth=schedule.depth,
+        kind=failure.kind.value if failure is not None else "",
+        message=failure.message if failure is not None else "",
+        worker=failure.worker if failure is not None else None,
+    )
+
+
 def save_schedule(
     source: str,
-    ran: Sequence[tuple[str, str | None, CallEntry | None, Mapping[str, Any]]],
-    answers: Mapping[int, tuple[int | None, Mapping[str, Any] | None, Any]],
-    token_for: Callable[[str], CallEntry],
+    trace: Trace,
+    tokens: Mapping[str, CallEntry],
     target: Path,
+    schedule: SavedSchedule,
 ) -> Path:
     """Write a schedule that ran on the tape ``source`` to the cassette ``target``.
 
-    ``ran`` and ``answers`` are the chaos engine's record of the calls as they ran
-    (``answers`` by order, for the verify calls);
-    ``token_for(boundary)`` the entry standing in for a verify call with no recorded twin.
+    ``trace`` holds the calls as they ran; ``tokens`` by boundary the entry standing in
+    for a verify call with no recorded twin; ``schedule`` what the header says the
+    tape is. A call answered by another worker's recorded call in that worker's name is
+    written in the name of the worker that made it.
 
     ``target`` is replaced only if it is a cassette already (a schedule saved before);
     anything else there is refused. The file is written beside it and renamed over it.
@@ -76,17 +104,20 @@ def save_schedule(
     for line in lines:
         if line.get("kind") in _CALL_KINDS:
             count += 1
+        elif line.get("kind") == "session_start":
+            others.append((count, {**line, "schedule": msgspec.to_builtins(schedule)}))
         else:
             others.append((count if line.get("kind") != "session_end" else 1 << 62, line))
+    answers = trace.saved_answers(tokens)
     calls: list[dict[str, Any]] = []
-    for order, (worker, boundary, entry, _) in enumerate(ran, 1):
+    for order, (worker, boundary, entry, _) in enumerate(trace.calls, 1):
         _, request, answer = answers.get(order, (None, None, None))
         if entry is not None:
             line = dict(by_seq[entry.seq])
         else:
             # A verify call with no recorded twin: the stand-in entry, with today's request.
             assert boundary is not None
-            token = by_seq[token_for(boundary).seq]
+            token = by_seq[tokens[boundary].seq]
             line = dict(token)
             assert request is not None
             line["operation" if "operation" in line else "method"] = request["method"]
@@ -94,6 +125,10 @@ def save_schedule(
             line["kwargs"] = request["kwargs"]
         if answer is not None:
             line = _with_answer(line, answer)
+        if order in trace.renamed and entry is not None:
+            for field in REQUEST_FIELDS:
+                if field in line:
+                    line[field] = renamed(line[field], entry.worker, worker)
         line["worker"] = worker
         line["parent"] = None
         calls.append(line)

@@ -18,14 +18,39 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from ..cassette import request_of
 from ..report import ChaosDecision
-from ._forcing import Decision
+from ._admit import what_was_asked
+from ._forcing import Decider, Decision
+from ._renamed import renamed
+from ._trace import Trace, boundary_name
 
-__all__ = ["decisions_of"]
+__all__ = ["decisions_of", "traced_decisions"]
 
 #: How many of a passed-over thread's next calls are searched for one that shares an
 #: argument with the picked thread's call.
 _LOOKAHEAD: Final = 8
+
+
+def traced_decisions(decider: Decider | None, trace: Trace) -> Sequence[ChaosDecision]:
+    """The decisions of a schedule that traced them (none for one that did not), named
+    by the calls of ``trace`` (in the name of the worker that made each)."""
+    if decider is None or not decider.tracing:
+        return ()
+    calls = trace.calls
+
+    def describe(index: int) -> tuple[str, str]:
+        worker, boundary, entry, request = calls[index]
+        name = boundary or boundary_name(entry)
+        if entry is not None and index + 1 in trace.renamed:
+            request = renamed(request_of(entry), entry.worker, worker)
+        elif entry is not None:
+            request = request_of(entry)
+        return what_was_asked(request, name), name
+
+    return decisions_of(
+        decider.decisions, decider.workers(), [worker for worker, _, _, _ in calls], describe
+    )
 
 
 def decisions_of(

@@ -249,6 +249,18 @@ class ReplayEngine:
         its call was matched (a process's stdin), as requests are (``Aligner.check``)."""
         return self._aligner.check(entry, path, expected, actual)
 
+    def take_before_stdin(self, boundary: str, actual: Mapping[str, Any]) -> CallEntry | None:
+        """:meth:`take` for a process started before its stdin is written (``Popen``
+        starts it, ``communicate()`` writes later): ``actual["input"]`` is the head's,
+        and the boundary compares what is written with the entry taken."""
+        return self.take(boundary, actual)
+
+    def stdin_differs(self, entry: CallEntry, written: bytes) -> CallEntry | None:
+        """The entry answering a process taken before its stdin was written, whose
+        stdin ``written`` is not ``entry``'s: ``None`` here (the boundary reports the
+        difference); a chaos replay looks for the recorded call that got it."""
+        return None
+
     def served(self, entry: CallEntry) -> None:
         """Count ``entry`` as served and move virtual time to the end of its call.
 
@@ -395,18 +407,27 @@ class ReplayEngine:
         done = self._outcome
         if done.report is not None:
             return done.report
+        self._check_the_end(outcome)
+        done.check_unconsumed(self._unconsumed())
+        updater = self.updater
+        done.report = done.build_report() if updater is None else updater.finish(self.noise)
+        if done.strict and not done.report.ok:
+            raise ReplayMismatch(done.report)
+        return done.report
+
+    def _check_the_end(self, outcome: Any) -> None:
+        """The checks of a run that reached its end: outcome, crash, invariants."""
+        done = self._outcome
         if outcome is not UNSET and self.recording.end is not None:
             done.check_outcome(self.data(outcome))
         done.check_no_crash()
         done.crashes.check_missed()
         if self._invariants is not None:
             self._invariants.check("session", None)
-        done.check_unconsumed(self._index.remaining())
-        updater = self.updater
-        done.report = done.build_report() if updater is None else updater.finish(self.noise)
-        if done.strict and not done.report.ok:
-            raise ReplayMismatch(done.report)
-        return done.report
+
+    def _unconsumed(self) -> list[tuple[tuple[str, str], deque[CallEntry]]]:
+        """The queues whose calls left over are reported unconsumed."""
+        return self._index.remaining()
 
     def close(self, exc: BaseException | None) -> bool:
         """Finish the replay; return whether ``exc`` reproduces the recorded crash."""

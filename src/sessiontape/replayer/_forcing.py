@@ -47,6 +47,8 @@ class Decider(_Base):
         self.changes = strategy.changes
         self._prefix = schedule.prefix
         self._position = position
+        #: Whether the schedule asked for its decisions (not only for a prefix).
+        self.tracing = schedule.trace
         self._threads: list[Waiter] = []
         #: The decisions made so far, in order.
         self.decisions: list[Decision] = []

@@ -299,7 +299,8 @@ class Outcome:
 
     # -- the report -----------------------------------------------------------------
 
-    def _context_for(self, first: Mismatch | None) -> list[str]:
+    def context_for(self, first: Mismatch | None) -> list[str]:
+        """One line for each of the last calls of ``first``'s worker before it."""
         if first is None or first.seq is None:
             return []
         before = [
@@ -346,5 +347,5 @@ class Outcome:
             correlations=self.correlations.report() if self.correlations is not None else [],
             live_selector=selector,
         )
-        report.context = self._context_for(report.first)
+        report.context = self.context_for(report.first)
         return report

@@ -166,6 +166,9 @@ class ChaosResult(msgspec.Struct, kw_only=True):
     failure: ChaosFailure | None = None
     #: Why the schedule was inadmissible.
     inadmissible: str | None = None
+    #: The kind of call it stopped at (``agent call execute``, ``process call git
+    #: rev-parse``): what the session's summary counts inadmissible schedules by.
+    inadmissible_call: str | None = None
     #: Scheduling decisions made, and threads scheduled.
     steps: int = 0
     threads: int = 0
@@ -216,6 +219,7 @@ class ChaosResult(msgspec.Struct, kw_only=True):
             "verdict": self.verdict.value,
             "failure": failure,
             "inadmissible": self.inadmissible,
+            "inadmissible_call": self.inadmissible_call,
             "steps": self.steps,
             "threads": self.threads,
             "command": self.command,

@@ -106,6 +106,9 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     #: The ``--sessiontape-live`` selector that records the calls the tape has no answer
     #: for (``None``: there is none), built from the workers that made them.
     live_selector: str | None = None
+    #: What the tape is, when it is a saved chaos schedule: the schedule, the failure it
+    #: was saved with, and the workers stopped where the schedule stopped them.
+    saved_schedule: str | None = None
 
     compute_ok = staticmethod(compute_ok)
 
@@ -278,6 +281,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
             )
         if self.workers:
             lines.append(f"workers: {', '.join(self.workers)}")
+        if self.saved_schedule:
+            lines.append(f"saved schedule: {self.saved_schedule}")
         lines.extend(render_rewrites(self.rewrites, self.rewritten_to))
         if self.correlations:
             lines.append(

@@ -285,7 +285,10 @@ class Fake:
         if written is None and "stdin" in names:
             return None
         if written is not None:
-            self.stdin.written(written)  # before the outputs are read (correlation)
+            # Before any output is read: the stdin may be another recorded call's (chaos),
+            # and a value the program made up in it is carried into the outputs.
+            _answer_by_stdin(self, written)
+            self.stdin.written(written)
         out_raw = err_raw = out = err = None
         try:
             if "stdout" in names:
@@ -309,6 +312,22 @@ class Fake:
         self.serve()
         popen.wait()
         return out, err
+
+
+def _answer_by_stdin(fake: Fake, written: bytes) -> None:
+    """A process taken before its stdin was written is answered by the recorded call
+    that got this stdin, when it is not the entry's and the engine knows one
+    (``stdin_differs``, under a chaos schedule); otherwise the stdin check reports it."""
+    entry = fake.entry
+    if entry.input is None and not written:
+        return
+    engine = fake.server.engine
+    if engine.codec.comparable(written, entry.input) == entry.input:
+        return
+    other = engine.stdin_differs(entry, written)
+    if other is not None:
+        assert isinstance(other, ProcessCall)
+        fake.entry = other
 
 
 def guard_deadline() -> float:

@@ -39,7 +39,7 @@ function parseHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   return {
     name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list'),
-    mode: params.get('v') === 'lanes' ? 'lanes' : 'table',
+    mode: params.get('v') === 'lanes' ? 'lanes' : params.get('v') === 'table' ? 'table' : null,
   };
 }
 
@@ -135,8 +135,12 @@ async function openCassette(name, seq, mode) {
     resize();
     await applyFilters();
     if (document.body.dataset.mode === 'report') S.api.lines(); // unpack the details early
+    // A failing chaos schedule opens on the lanes, where its calls are drawn in order.
+    const receipt = cassette.receipt;
+    if (!mode && receipt && receipt.schedule && receipt.chaos && receipt.chaos.verdict === 'failed') mode = 'lanes';
   }
-  if (mode && mode !== S.mode) await setMode(mode);
+  mode = mode || 'table';
+  if (mode !== S.mode) await setMode(mode);
   if (seq !== null && seq !== S.detailSeq) {
     await jumpTo(seq);
     if (S.mode === 'lanes') await lanes.focusSeq(seq);
@@ -172,8 +176,37 @@ async function showOnAxis(seq) {
   if (S.detailSeq !== seq) await showDetail(seq);
 }
 
+// A receipt of chaos schedules: the page leads with the schedule shown (the first that
+// failed), what it found, and the command that runs it again.
+function fillChaos(chaos) {
+  const box = $('chaos-box');
+  box.hidden = !chaos;
+  if (!chaos) return;
+  box.className = `v-${chaos.verdict}`;
+  const f = chaos.failure;
+  let head = `chaos schedule ${chaos.verdict}`;
+  if (f) head += `: ${f.kind}${f.worker ? ` in worker '${f.worker}'` : ''}: ${f.message}`;
+  else if (chaos.inadmissible) head += ` (not a failure): ${chaos.inadmissible}`;
+  $('chaos-head').textContent = head;
+  const what = [`seed ${chaos.seed}`, `strategy ${chaos.strategy}`];
+  if (chaos.strategy === 'pct') what.push(`depth ${chaos.depth}`);
+  let ran = `${plural(chaos.calls, 'call')} ran`;
+  if (chaos.steps !== undefined) ran += ` in ${plural(chaos.steps, 'step')}`;
+  if (f && f.after !== undefined) ran += `; it failed after call #${f.after}`;
+  what.push(ran);
+  if (chaos.schedules > 1) {
+    let of = `${chaos.failed} of ${chaos.schedules} schedules of this cassette failed`;
+    if (chaos.inadmissible_schedules) of += `, ${chaos.inadmissible_schedules} were inadmissible`;
+    what.push(of);
+  }
+  $('chaos-what').textContent = what.join(' · ');
+  $('chaos-command').textContent = chaos.command || '';
+  $('chaos-again').hidden = !chaos.command;
+}
+
 function fillSummary(c) {
   const receipt = c.receipt;
+  fillChaos(receipt && receipt.chaos);
   const parts = [`run ${c.run_id}`, c.entrypoint || '?', plural(c.entries, 'entry', 'entries'),
     plural(c.workers.length, 'worker'), fmtDur(c.duration_ns), c.crashed ? 'crashed' : 'complete'];
   if (receipt && !receipt.reports.length) parts.push('no replay of it in the receipt');
@@ -192,8 +225,11 @@ function fillSummary(c) {
       const verdict = r.ok ? 'ok' : plural(r.mismatches, 'mismatch', 'mismatches');
       // A chaos schedule says which one it was, and the command that runs it again.
       const chaos = r.chaos ? `chaos seed ${r.chaos.seed} (${r.chaos.strategy}): ${r.chaos.verdict}${r.chaos.command ? ` (${r.chaos.command})` : ''}; ` : '';
+      // A schedule's calls ran in its own order: "served" would count the tape's.
+      const counts = r.chaos ? `${plural(r.chaos.calls, 'call')} ran (${r.loaded} recorded)`
+        : `${r.consumed} of ${r.loaded} calls served, ${r.unconsumed} unconsumed, ${r.extra} extra`;
       tr.append(el('td', '', 'replay'), el('td', '',
-        `${r.nodeid || r.cassette}: ${chaos}${verdict}; ${r.consumed} of ${r.loaded} calls served, ${r.unconsumed} unconsumed, ${r.extra} extra (receipt ${receipt.path})`));
+        `${r.nodeid || r.cassette}: ${chaos}${verdict}; ${counts} (receipt ${receipt.path})`));
       body.append(tr);
     }
   }
@@ -205,11 +241,14 @@ function fillSummary(c) {
   list.textContent = '';
   box.hidden = !(receipt && receipt.mismatches.length);
   if (receipt && receipt.mismatches.length) {
-    $('mismatch-head').textContent = `replay diverged: ${plural(receipt.mismatches.length, 'mismatch', 'mismatches')}`;
+    const found = plural(receipt.mismatches.length, 'mismatch', 'mismatches');
+    $('mismatch-head').textContent = receipt.chaos ? `what the schedules found: ${found}` : `replay diverged: ${found}`;
     for (const m of receipt.mismatches) {
       const li = el('li');
-      const at = m.seq === null ? 'an unrecorded call' : `seq ${m.seq}`;
-      li.append(el('span', 'kind', m.kind), document.createTextNode(` at ${at} (${m.worker}, ${m.boundary}): ${m.message}`));
+      const at = m.seq !== null ? `seq ${m.seq}` : receipt.chaos ? 'a call the tape lacks' : 'an unrecorded call';
+      // Of a chaos receipt, which schedule found it.
+      const of = receipt.chaos && m.nodeid ? (/\[(chaos-\d+)\]$/.exec(m.nodeid) || [])[1] : null;
+      li.append(el('span', 'kind', m.kind), document.createTextNode(` at ${at} (${m.worker}, ${m.boundary}${of ? `, ${of}` : ''}): ${m.message}`));
       if (m.seq !== null) li.addEventListener('click', () => jumpTo(m.seq));
       list.append(li);
     }
