@@ -42,10 +42,12 @@ __all__ = [
 CHAOS_PROPERTY: Final = "sessiontape_chaos"
 _KEY: Final = pytest.StashKey["ChaosSettings"]()
 #: The defaults ``pytest --help`` names, written out so that the help does not import the
-#: replay engine: the replayer's ``DEFAULT_DEPTH`` and ``DEFAULT_STALL_LIMIT`` (a test
-#: checks that they agree). The options default to ``None``, resolved from the replayer.
+#: replay engine: the replayer's ``DEFAULT_DEPTH``, ``DEFAULT_STALL_LIMIT`` and
+#: ``DEFAULT_SAMPLES`` (a test checks that they agree). The options default to ``None``,
+#: resolved from the replayer.
 _HELP_DEPTH: Final = 3
 _HELP_STALL_LIMIT: Final = 10.0
+_HELP_SAMPLES: Final = 20
 
 
 def _at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -137,6 +139,23 @@ def add_chaos_options(group: Any) -> None:
         "in plain mode and fails the same way.",
     )
     group.addoption(
+        "--sessiontape-chaos-explain",
+        dest="sessiontape_chaos_explain",
+        action="store_true",
+        default=False,
+        help="for each failing schedule, find the scheduling decision after which its "
+        "failure was certain (the point of no return) and name the two calls it ordered.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-explain-samples",
+        dest="sessiontape_chaos_explain_samples",
+        default=None,
+        type=_count,
+        metavar="M",
+        help=f"schedules per estimate of --sessiontape-chaos-explain (default "
+        f"{_HELP_SAMPLES}; implies it).",
+    )
+    group.addoption(
         "--sessiontape-chaos-stall-limit",
         dest="sessiontape_chaos_stall_limit",
         default=None,
@@ -159,12 +178,21 @@ class ChaosSettings(NamedTuple):
     depth: int
     stall_limit: float
     save: Path | None
+    #: Schedules per estimate of ``--sessiontape-chaos-explain`` (0: off).
+    explain: int = 0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ChaosSettings:
         count: int | None = config.getoption("sessiontape_chaos", None)
         seed: int | None = config.getoption("sessiontape_chaos_seed", None)
         if count is None and seed is None:
+            if config.getoption("sessiontape_chaos_explain", False) or config.getoption(
+                "sessiontape_chaos_explain_samples", None
+            ):
+                raise pytest.UsageError(
+                    "--sessiontape-chaos-explain explains failing chaos schedules: give "
+                    "--sessiontape-chaos N or --sessiontape-chaos-seed S with it."
+                )
             return cls(seeds=(), strategy="", depth=0, stall_limit=0.0, save=None)
         from ..replayer import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Strategy
 
@@ -173,12 +201,19 @@ class ChaosSettings(NamedTuple):
         depth: int | None = config.getoption("sessiontape_chaos_depth", None)
         stall_limit: float | None = config.getoption("sessiontape_chaos_stall_limit", None)
         save: str | None = config.getoption("sessiontape_chaos_save", None)
+        explain: bool = config.getoption("sessiontape_chaos_explain", False)
+        samples: int | None = config.getoption("sessiontape_chaos_explain_samples", None)
+        if explain or samples:
+            from ..replayer import DEFAULT_SAMPLES
+
+            samples = samples or DEFAULT_SAMPLES
         return cls(
             seeds=tuple(range(first, first + (count or 1))),
             strategy=strategy or Strategy.PCT.value,
             depth=depth or DEFAULT_DEPTH,
             stall_limit=stall_limit or DEFAULT_STALL_LIMIT,
             save=(config.invocation_params.dir / save).resolve() if save else None,
+            explain=samples or 0,
         )
 
     @property
