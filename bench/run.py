@@ -104,6 +104,9 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_entries": 10_000,
         "shrink_big_entries": 100_000,
         "shrink_budget": 15.0,
+        "shrink_candidate_entries": 600,
+        "shrink_candidates": 24,
+        "shrink_rounds": 3,
         "minimize_tapes": 500,
     },
     "quick": {
@@ -135,6 +138,9 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_entries": 2_000,
         "shrink_big_entries": 10_000,
         "shrink_budget": 20.0,
+        "shrink_candidate_entries": 400,
+        "shrink_candidates": 12,
+        "shrink_rounds": 2,
         "minimize_tapes": 100,
     },
     "tiny": {
@@ -166,6 +172,9 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_entries": 400,
         "shrink_big_entries": 1_000,
         "shrink_budget": 5.0,
+        "shrink_candidate_entries": 200,
+        "shrink_candidates": 3,
+        "shrink_rounds": 1,
         "minimize_tapes": 8,
     },
 }
@@ -287,6 +296,9 @@ def _cases(
                 big_entries=prof["shrink_big_entries"],
                 budget=prof["shrink_budget"],
                 tapes=prof["minimize_tapes"],
+                candidate_entries=prof["shrink_candidate_entries"],
+                candidates=prof["shrink_candidates"],
+                rounds=prof["shrink_rounds"],
             ),
         ),
     }

@@ -50,8 +50,9 @@ RANKS: dict[str, int] = {
     "sessiontape.plugin": 10,
     "sessiontape.examples": 10,
     "sessiontape.examples.gardener": 10,
-    "sessiontape.cli": 11,
-    "sessiontape.__main__": 12,
+    "sessiontape.reduce": 11,
+    "sessiontape.cli": 12,
+    "sessiontape.__main__": 13,
 }
 
 MAX_MODULE_LINES = 600

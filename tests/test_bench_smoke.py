@@ -179,6 +179,14 @@ def _check_shrink(res: dict[str, Any]) -> None:
     assert minimize["kept"] == 1
     assert _positive(minimize["replay_ns"])
     assert _positive(minimize["minimize_ns"])
+    candidate = shrink["candidate"]
+    assert candidate["candidates"] == len(candidate["ratios"]) > 0
+    assert candidate["ratios"] == sorted(candidate["ratios"])
+    assert candidate["ratio_max"] == candidate["ratios"][-1]
+    assert 0 <= candidate["over_3"] <= candidate["candidates"]
+    for key in ("plain_ns", "plain_min_ns", "plain_max_ns", "ratio_median", "shrink_ratio"):
+        assert _positive(candidate[key]), key
+    assert candidate["shrink"]["valid"]
 
 
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {

@@ -12,6 +12,15 @@
 * **shrink under a budget**: the same on a tape of ``big_entries`` entries with
   ``--budget``: it must stop within the budget (plus the time to start its workers and
   write the best tape) with a tape that fails the same way.
+* **a candidate against the plain replay**: the design's figure, a candidate costs at most
+  3 times the plain replay of its tape once the workers started. On a tape of
+  ``candidate_entries`` entries, ``candidates`` candidates of the kind delta debugging
+  makes (the tape less one top-level call, spread over the tape and its workers) are each
+  written and replayed through shrink's own replay worker, taking turns with a replay of
+  the whole tape through the same worker, ``rounds`` times. Figures: each candidate's
+  median cost over the median plain replay (their median, the largest, and how many are
+  over 3), and the shrink of that tape (its search only, workers started: seconds per
+  candidate in worker time over the tape's plain replay).
 * **corpus --minimize**: ``tapes`` tiny cassettes (bench/cases/corpus.py's corpus) through
   ``sessiontape corpus DIR --minimize -n 2``, against the plain replay of the same folder,
   ``pytest --replay DIR -n 2``; wall time of each command.
@@ -131,6 +140,68 @@ def sessiontape_replay(tape, recording):
 
 _CONFTEST: Final = "from shrink_app import sessiontape_replay  # noqa: F401\n"
 
+#: Run in the project folder: each candidate's cost as shrink pays it (written, then
+#: replayed by a replay worker), taking turns with a replay of the whole tape.
+_PROBE: Final = '''
+"""Candidates of a tape (less one top-level call each) against the tape's plain replay."""
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import sessiontape
+from sessiontape.cassette import ShrunkFrom
+
+
+def main():
+    tape, count, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    try:
+        from sessiontape.reduce import Cuts, Pool
+    except ImportError:  # a tree from before sessiontape.reduce
+        from sessiontape.cli._pool import Pool
+        from sessiontape.cli._reduce import Tape as Cuts
+    recording = sessiontape.load(tape)
+    cuts = Cuts(recording)
+    roots = cuts.roots(cuts.whole)
+    step = max(1, len(roots) // count)
+    sample = roots[step // 2 :: step][:count]
+    work = Path(tape).with_name("candidates")
+    work.mkdir(exist_ok=True)
+    shrunk = ShrunkFrom(recording.header.run_id, len(recording.entries), "bench")
+    plain, cost = [], {i: [] for i in range(len(sample))}
+    with Pool(tape, jobs=1) as pool:
+        pool.run([tape])  # the worker's first replay pays its first-use imports
+        for _ in range(rounds):
+            for index, unit in enumerate(sample):
+                start = time.perf_counter()
+                pool.run([tape])
+                plain.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                path = str(work / f"candidate-{index}.jsonl")
+                cuts.write(cuts.without(cuts.whole, unit), shrunk, path)
+                pool.run([path])
+                cost[index].append(time.perf_counter() - start)
+    base = statistics.median(plain)
+    ratios = sorted(statistics.median(c) / base for c in cost.values())
+    print(json.dumps({
+        "entries": len(recording.entries),
+        "candidates": len(sample),
+        "rounds": rounds,
+        "plain_ns": round(base * 1e9),
+        "plain_min_ns": round(min(plain) * 1e9),
+        "plain_max_ns": round(max(plain) * 1e9),
+        "ratio_median": statistics.median(ratios),
+        "ratio_max": ratios[-1],
+        "over_3": sum(1 for r in ratios if r > 3),
+        "ratios": ratios,
+    }))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
 
 def _env(root: Path, **extra: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]), **extra)
@@ -140,6 +211,7 @@ def _project(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "shrink_app.py").write_text(_APP, encoding="utf-8")
     (root / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
+    (root / "probe_candidates.py").write_text(_PROBE, encoding="utf-8")
     return root
 
 
@@ -176,15 +248,41 @@ def _shrink(root: Path, tape: Path, jobs: int, *extra: str) -> dict[str, Any]:
     return {**figures, "wall_ns": wall, "smallest": smallest, "planted": planted}
 
 
+def _candidates(root: Path, entries: int, count: int, rounds: int) -> dict[str, Any]:
+    """A candidate's cost against the plain replay of its tape (see the docstring)."""
+    tape, jobs = _record(root, "candidates.jsonl", entries)
+    env = _env(root, **{PLANT: f"job-{jobs // 2:04d}"})
+    args = [sys.executable, "probe_candidates.py", str(tape), str(count), str(rounds)]
+    _, stdout = _command(root, args, env)
+    figures: dict[str, Any] = json.loads(stdout)
+    shrink = _shrink(root, tape, jobs)
+    # Worker time per candidate (two workers), against the probe's plain replay.
+    per_candidate = shrink["search_seconds"] * 2 / max(1, shrink["candidates"])
+    return {
+        **figures,
+        "shrink": shrink,
+        "shrink_ratio": per_candidate / (figures["plain_ns"] / 1e9),
+    }
+
+
 def run(
-    *, workdir: Path, entries: int, big_entries: int, budget: float, tapes: int
+    *,
+    workdir: Path,
+    entries: int,
+    big_entries: int,
+    budget: float,
+    tapes: int,
+    candidate_entries: int,
+    candidates: int,
+    rounds: int,
 ) -> dict[str, Any]:
-    """Run the three measurements; see the module docstring."""
+    """Run the four measurements; see the module docstring."""
     root = _project(workdir / "shrink-project")
     tape, jobs = _record(root, "tape.jsonl", entries)
     shrink = _shrink(root, tape, jobs)
     big, big_jobs = _record(root, "big.jsonl", big_entries)
     budgeted = _shrink(root, big, big_jobs, "--budget", str(budget))
+    candidate = _candidates(root, candidate_entries, candidates, rounds)
     corpus_root = write_corpus(workdir / "minimize-project", tapes, 0)
     env = _env(corpus_root)
     folder = str(corpus_root / "tapes")
@@ -213,6 +311,7 @@ def run(
     return {
         "shrink": shrink,
         "budget": {**budgeted, "budget_s": budget},
+        "candidate": candidate,
         "minimize": {
             "tapes": tapes,
             "kept": len(result["keep"]),

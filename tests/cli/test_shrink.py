@@ -16,9 +16,8 @@ import pytest
 
 import sessiontape
 from sessiontape.cassette import AgentTurn, ProcessCall, ShrunkFrom
-from sessiontape.cli._pool import Signature, signature_of_mismatch
-from sessiontape.cli._reduce import Tape
-from sessiontape.cli._shapes import call_shape
+from sessiontape.reduce import Cuts, Signature, signature_of_mismatch
+from sessiontape.report import call_shape
 
 from .conftest import Cli
 
@@ -32,7 +31,7 @@ def test_a_cut_is_written_as_a_valid_renumbered_tape(
     cassette: Path, cli: Cli, tmp_path: Path
 ) -> None:
     recording = sessiontape.load(cassette)
-    tape = Tape(recording)
+    tape = Cuts(recording)
     (t1,) = [u for u in tape.tasks(tape.whole) if u.label == "task t1"]
     cut = tape.without(tape.whole, t1)
     assert cut is not None
@@ -57,7 +56,7 @@ def test_a_cut_is_written_as_a_valid_renumbered_tape(
 
 
 def test_removing_a_call_removes_the_calls_nested_in_it(cassette: Path) -> None:
-    tape = Tape(sessiontape.load(cassette))
+    tape = Cuts(sessiontape.load(cassette))
     turn = next(e for e in tape.entries if isinstance(e, AgentTurn))
     nested = [e.seq for e in tape.entries if e.parent == turn.seq]
     assert nested

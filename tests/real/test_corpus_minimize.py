@@ -20,7 +20,7 @@ import pytest
 import sessiontape
 from sessiontape.cassette import is_cassette
 from sessiontape.cli import main
-from sessiontape.cli._shapes import call_shape
+from sessiontape.report import call_shape
 
 from . import shrinkapps
 
@@ -159,7 +159,7 @@ def test_the_report_says_what_the_corpus_covers_and_repeats(
     assert len(list(tapes.rglob("*.jsonl"))) == TAPES
 
 
-def test_a_failing_tape_is_reported_and_kept(
+def test_a_failing_tape_is_reported_and_left_in_place(
     project: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, source = project
@@ -212,3 +212,86 @@ def test_a_bad_worker_count_is_refused_before_anything_runs(
     assert main(["shrink", str(tmp_path / "t.jsonl"), "-o", str(out), "-j", "0"]) == 2
     assert not out.exists()
     assert "-j/--jobs: give 1 or more" in capsys.readouterr().err
+
+
+def _reword_a_commit(path: Path) -> None:
+    """Change the message of the last recorded ``git commit`` of ``path``: today's code
+    then asks for another commit than the tape holds, and its replay fails there."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for index in reversed(range(len(lines))):
+        entry = json.loads(lines[index])
+        if entry.get("kind") == "process" and "commit" in entry["argv"]:
+            entry["argv"][-1] += " (reworded)"
+            lines[index] = json.dumps(entry)
+            break
+    else:
+        raise AssertionError(f"{path} records no git commit")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def four_and_one(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
+    """Per program, a project and one recorded tape: the gardener, and the ledger (threads,
+    a SQLite backlog, git through stdlib subprocess, an agent)."""
+    made: dict[str, tuple[Path, Path]] = {}
+    for program, record in (
+        ("gardener", lambda path, work: shrinkapps.record_garden(path, work, 2, 2)),
+        ("ledger", lambda path, work: shrinkapps.record_ledger(path, work, 4, 2)),
+    ):
+        root = tmp_path_factory.mktemp(program)
+        shrinkapps.make_project(root)
+        tape = root / "recorded.jsonl"
+        record(tape, root / "live")
+        made[program] = (root, tape)
+    return made
+
+
+@pytest.mark.parametrize("program", ["gardener", "ledger"])
+def test_a_failing_tape_covers_nothing_and_never_stands_in_for_passing_ones(
+    four_and_one: dict[str, tuple[Path, Path]],
+    program: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Four passing tapes of one program, and a fifth of the same calls whose replay fails:
+    # it holds every shape the others hold, so as a cover it would stand in for all four.
+    root, recorded = four_and_one[program]
+    monkeypatch.chdir(root)
+    tapes = tmp_path / "tapes"
+    tapes.mkdir()
+    for name in ("a", "b", "c", "d", "e"):
+        (tapes / f"{name}.jsonl").write_bytes(recorded.read_bytes())
+    _reword_a_commit(tapes / "c.jsonl")
+    moved = tmp_path / "moved"
+
+    code = main(["corpus", str(tapes), "--minimize", "--move-to", str(moved), "--json"])
+    result = json.loads(capsys.readouterr().out)
+
+    assert code == 1
+    assert list(result["failing"]) == ["c.jsonl"]
+    assert "argument_mismatch" in result["failing"]["c.jsonl"]
+    # One passing tape keeps every shape; the three others repeat it. The failing tape is
+    # neither kept in their place nor moved out.
+    # (Of equal tapes, the cover keeps the last by name.)
+    assert result["keep"] == ["e.jsonl"]
+    assert result["redundant"] == ["a.jsonl", "b.jsonl", "d.jsonl"]
+    assert result["moved"] == ["a.jsonl", "b.jsonl", "d.jsonl"]
+    assert result["shapes"] == len(_shapes(recorded))
+    assert sorted(p.name for p in tapes.iterdir()) == ["c.jsonl", "e.jsonl"]
+    assert sorted(p.name for p in moved.iterdir()) == ["a.jsonl", "b.jsonl", "d.jsonl"]
+
+    # The plain report says the same: the kept tape, the repeats, and the failing one.
+    for name in ("a", "b", "d"):
+        (moved / f"{name}.jsonl").rename(tapes / f"{name}.jsonl")
+    assert main(["corpus", str(tapes), "--minimize"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"5 tapes -> 1 keep all {len(_shapes(recorded))} call shapes"
+    assert out[1:5] == [
+        "keep     e.jsonl",
+        "repeats  a.jsonl",
+        "repeats  b.jsonl",
+        "repeats  d.jsonl",
+    ]
+    assert out[5].startswith("failing  c.jsonl: replay of ")
+    assert len(out) == 6

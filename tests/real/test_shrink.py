@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 import sessiontape
-from sessiontape.cassette import AgentTurn, StoreMutation
+from sessiontape.cassette import AgentTurn, ProcessCall, StoreMutation
 from sessiontape.cli import main
-from sessiontape.cli._pool import signature_of_mismatch
+from sessiontape.reduce import shrink, signature_of_mismatch
 
 from . import shrinkapps
 
@@ -36,17 +36,20 @@ class Project:
     root: Path
     garden: Path
     batch: Path
+    ledger: Path
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """A project with the two programs, their replay hook and their recorded tapes."""
+    """A project with the three programs, their replay hook and their recorded tapes."""
     root = tmp_path_factory.mktemp("project")
     shrinkapps.make_project(root)
     garden, batch = root / "tapes" / "garden.jsonl", root / "tapes" / "batch.jsonl"
+    ledger = root / "ledger" / "ledger.jsonl"
     shrinkapps.record_garden(garden, root / "live-garden", tasks=24, workers=3)
     shrinkapps.record_batch(batch, jobs=36, workers=3, steps=57)
-    return Project(root, garden, batch)
+    shrinkapps.record_ledger(ledger, root / "live-ledger", tasks=9, workers=3)
+    return Project(root, garden, batch, ledger)
 
 
 @pytest.fixture
@@ -264,3 +267,72 @@ def test_output_is_never_the_input_nor_a_file_that_is_not_a_cassette(
     assert main(["shrink", str(project.batch), "-o", str(not_a_cassette)]) == 2
     assert "not a sessiontape cassette" in capsys.readouterr().err
     assert _digest(project.batch) == before
+
+
+def test_a_ledger_tape_shrinks_through_the_api_and_joins_the_corpus(
+    project: Project,
+    in_project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A program that is not the gardener (threads, a SQLite backlog, git through stdlib
+    subprocess, an agent), shrunk through the Python API; then, as a user goes on, the
+    small tape joins the corpus and ``corpus --minimize`` runs over it."""
+    original = sessiontape.load(project.ledger)
+    assert original.worker_ids() == ["main", "worker-0", "worker-1", "worker-2"]
+    monkeypatch.setenv(shrinkapps.PLANT, "task-04")
+    out = tmp_path / "small.jsonl"
+    result = shrink(project.ledger, out, jobs=2)
+    assert (result.input, result.output) == (str(project.ledger), str(out))
+    assert (result.interrupted, result.budget_spent) == (False, False)
+    assert result.search_seconds > 0
+    assert result.replay_seconds > 0
+    figures = {
+        "entries_after": result.entries_after,
+        "failure": str(result.failure),
+        "candidates": result.candidates,
+    }
+    assert result.failure.kind == "argument_mismatch"
+    assert result.failure.call == "git commit"
+    # The smallest tape with that failure: the task's claim and its calls up to the
+    # commit, the repository's set-up, the header and the snapshot, and each other
+    # worker's claim that finds nothing.
+    claim = next(
+        e for e in original.calls if isinstance(e, StoreMutation) and e.result == "task-04"
+    )
+    commit = next(
+        e
+        for e in original.calls
+        if isinstance(e, ProcessCall) and "commit" in e.argv and "task-04: the entry" in e.argv
+    )
+    task = [e for e in original.calls if e.worker == claim.worker and claim.seq <= e.seq]
+    task = [e for e in task if e.seq <= commit.seq]
+    setup = [e for e in original.calls if e.worker == "main"]
+    minimum = len(task) + len(setup) + 2 + 2
+    _check_shrunk(project, project.ledger, out, figures, minimum, in_project, tmp_path)
+
+    # The corpus: the recorded tape, a copy, and the small one. With the planted change
+    # still in, each fails: none covers anything, none is kept or moved in another's place.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, source in (("ledger.jsonl", project.ledger), ("copy.jsonl", project.ledger)):
+        (corpus / name).write_bytes(source.read_bytes())
+    (corpus / "small.jsonl").write_bytes(out.read_bytes())
+    moved = tmp_path / "moved"
+    minimize = ["corpus", str(corpus), "--minimize", "--move-to", str(moved), "--json"]
+    capsys.readouterr()  # what validate printed
+    assert main(minimize) == 1
+    failing = json.loads(capsys.readouterr().out)
+    assert (failing["keep"], failing["redundant"], failing["moved"]) == ([], [], [])
+    assert sorted(failing["failing"]) == ["copy.jsonl", "ledger.jsonl", "small.jsonl"]
+    # The change reverted: the recorded tapes replay green, and one of them keeps every
+    # shape. The small tape was cut after the failure it keeps, so its replay stops there:
+    # it is listed as failing and stays, and the copy is moved out.
+    monkeypatch.delenv(shrinkapps.PLANT)
+    assert main(minimize) == 1
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["keep"] == ["ledger.jsonl"]
+    assert fixed["moved"] == fixed["redundant"] == ["copy.jsonl"]
+    assert list(fixed["failing"]) == ["small.jsonl"]
+    assert sorted(p.name for p in corpus.iterdir()) == ["ledger.jsonl", "small.jsonl"]

@@ -6,6 +6,7 @@ replay or boundaries. Every other layer imports it through this module.
 
 from __future__ import annotations
 
+from ._copy import copy_payloads
 from ._depth import MAX_DEPTH
 from ._entries import (
     BOUNDARY_AGENT,
@@ -87,6 +88,7 @@ from ._payload import (
 from ._recording import Recording, SeqGaps
 from ._rewrite import check_rewritable, replace_cassette, write_new_cassette
 from ._sidecar import SIDECAR_SUFFIX, Sidecar, sidecar_dir
+from ._tree import CallTree, is_call
 from ._validity import ERROR, WARNING, Finding, errors_of, seq_ranges, structure_findings
 from ._writer import (
     CassetteWriter,
@@ -118,6 +120,7 @@ __all__ = [
     "BoundaryKind",
     "Call",
     "CallEntry",
+    "CallTree",
     "CassetteWriter",
     "Chunk",
     "Entry",
@@ -158,6 +161,7 @@ __all__ = [
     "beside",
     "boundary_of",
     "check_rewritable",
+    "copy_payloads",
     "damaged_line",
     "decode_header",
     "digest",
@@ -168,6 +172,7 @@ __all__ = [
     "exact_bytes",
     "exact_form",
     "exact_request",
+    "is_call",
     "is_cassette",
     "line_numbers",
     "load",

@@ -1,18 +1,21 @@
 """What a folder of tapes covers and what it repeats; ``--minimize`` keeps each behaviour once.
 
-Every tape is replayed as ``pytest --replay DIR`` replays it (through the project's
+The command parses and reports; the engine is :func:`sessiontape.reduce.survey` (replays,
+call shapes, the set cover) and :func:`sessiontape.reduce.move_out`. Every tape is
+replayed as ``pytest --replay DIR`` replays it (through the project's
 ``sessiontape_replay`` hook, spread over ``-n`` worker processes as ``-n auto`` spreads
 it), and covers the call shapes it replays: the boundary and the normalised request (a
 process's program, subcommand and flag names, a store's operation, an agent's step kind
 and request keys, a user boundary's method). With ``--coverage SRC`` it also covers the
 lines of SRC its replay executes (coverage.py, the ``coverage`` extra).
 
-``--minimize`` picks the smallest set of tapes that covers everything the whole corpus
-covers (greedy set cover: the tape adding most first, the shorter of two equal ones), so
-the only tape of a shape is always kept, and lists the others; ``--move-to DIR2`` moves
+``--minimize`` picks the smallest set of passing tapes that covers everything the passing
+tapes cover (greedy set cover: the tape adding most first, the shorter of two equal ones),
+so the only tape of a shape is always kept, and lists the others; ``--move-to DIR2`` moves
 those there (their sidecar payloads with them). Nothing is deleted, nothing is written
-over, and only files proven to be cassettes are moved. A tape whose replay fails is
-reported (exit 1) and kept.
+over, and only files proven to be cassettes are moved. A tape whose replay fails covers
+nothing: it is listed as failing (exit 1), stays where it is, and never stands in for a
+passing tape.
 
 DIR may be a store URL (``s3://bucket/tapes``, ``file:///srv/tapes``, ``memory://x``): its
 tapes are read through the local cache as ``list URL`` reads them, and replayed from
@@ -26,17 +29,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
-from ..cassette import is_cassette, load, sidecar_dir
 from ._common import CommandError, add_workers_option, plural, print_json
-from ._shapes import call_shape
+
+if TYPE_CHECKING:
+    # The engine loads when corpus runs, not with every other command (start-up time).
+    from ..reduce import CorpusResult
 
 __all__ = ["SUMMARY", "add_arguments", "run"]
 
@@ -74,73 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="'load' spreads the tapes over the workers; 'no' replays them in one",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
-@dataclass
-class _Tape:
-    name: str
-    path: Path
-    entries: int
-    shapes: set[str]
-    lines: frozenset[str] = frozenset()
-    passed: bool = True
-    skipped: bool = False
-    problem: str = ""
-    features: set[str] = field(default_factory=set)
-
-
-def _replayed(paths: Sequence[Path], root: str, args: argparse.Namespace) -> list[Any]:
-    from ._pool import Pool
-
-    jobs = 1 if args.dist == "no" else max(1, args.numprocesses)
-    with Pool(root, jobs=jobs, coverage=args.coverage) as pool:
-        return pool.run([str(p) for p in paths])
-
-
-def _cover(tapes: list[_Tape]) -> list[_Tape]:
-    """Greedy set cover: tapes that fail are kept as they are; then, while something is
-    uncovered, the tape that covers most of it (fewer entries first on a tie)."""
-    keep = [t for t in tapes if not t.passed or t.skipped]
-    covered: set[str] = set()
-    for tape in keep:
-        covered |= tape.features
-    wanted = set().union(*(t.features for t in tapes)) - covered if tapes else set()
-    candidates = [t for t in tapes if t.passed and not t.skipped]
-    while wanted:
-        best = max(candidates, key=lambda t: (len(t.features & wanted), -t.entries, t.name))
-        gain = best.features & wanted
-        if not gain:  # pragma: no cover - every wanted feature comes from some tape
-            break
-        keep.append(best)
-        wanted -= gain
-        candidates.remove(best)
-    return sorted(keep, key=lambda t: t.name)
-
-
-def _move(tapes: list[_Tape], target: Path) -> list[str]:
-    """Move each tape (and its sidecar) under ``target``; never over an existing file."""
-    moved: list[str] = []
-    for tape in tapes:
-        destination = target / tape.name
-        if not tape.path.is_file() or tape.path.is_symlink() or not is_cassette(tape.path):
-            print(
-                f"sessiontape: warning: {tape.path}: not moved (not a cassette file).",
-                file=sys.stderr,
-            )
-            continue
-        if destination.exists():
-            print(
-                f"sessiontape: warning: {tape.path}: not moved, {destination} exists.",
-                file=sys.stderr,
-            )
-            continue
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        blobs = sidecar_dir(tape.path)
-        shutil.move(str(tape.path), str(destination))
-        if blobs.is_dir() and not sidecar_dir(destination).exists():
-            shutil.move(str(blobs), str(sidecar_dir(destination)))
-        moved.append(tape.name)
-    return moved
 
 
 def _check_move_to(args: argparse.Namespace, url: bool) -> None:
@@ -193,6 +127,8 @@ def _discovered(path: str, url: bool) -> tuple[list[tuple[str, Path]], str]:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape corpus``."""
+    from ..reduce import survey
+
     url = "://" in args.path
     _check_move_to(args, url)
     if args.coverage is not None:
@@ -204,33 +140,21 @@ def run(args: argparse.Namespace) -> int:
             ) from None
         args.coverage = os.path.abspath(args.coverage)
     found, anchor = _discovered(args.path, url)
-    tapes: list[_Tape] = []
-    for name, path in found:
-        recording = load(path)
-        shapes = {s for s in (call_shape(e) for e in recording.entries) if s is not None}
-        tapes.append(_Tape(name, path, len(recording.entries), shapes))
-    for tape, verdict in zip(tapes, _replayed([t.path for t in tapes], anchor, args), strict=True):
-        # A tape pytest does not collect (one a `tape` fixture recorded: its test replays
-        # it) is kept as it is, and covers what it holds.
-        skipped = verdict.signature is not None and verdict.signature.kind == "uncollected"
-        tape.passed = verdict.passed or skipped
-        tape.skipped = skipped
-        tape.problem = "" if tape.passed else verdict.summary or "its replay failed"
-        tape.lines = verdict.lines
-        tape.features = {f"shape {s}" for s in tape.shapes} | {f"line {n}" for n in tape.lines}
-    return _report(args, tapes)
+    jobs = 1 if args.dist == "no" else max(1, args.numprocesses)
+    return _report(args, survey(found, anchor=anchor, jobs=jobs, coverage=args.coverage))
 
 
-def _report(args: argparse.Namespace, tapes: list[_Tape]) -> int:
-    shapes = Counter(s for t in tapes for s in t.shapes)
-    lines = set().union(*(t.lines for t in tapes)) if tapes else set()
-    keep = _cover(tapes)
-    kept = {t.name for t in keep}
-    rest = [t for t in tapes if t.name not in kept]
-    failing = [t for t in tapes if not t.passed]
+def _report(args: argparse.Namespace, result: CorpusResult) -> int:
+    from ..reduce import move_out
+
+    tapes, keep, rest, failing = result.tapes, result.keep, result.redundant, result.failing
+    shapes, lines = result.shapes, result.lines
     moved: list[str] = []
     if args.minimize and args.move_to is not None:
-        moved = _move(rest, Path(args.move_to))
+        done = move_out(rest, Path(args.move_to))
+        for refused in done.refused:
+            print(f"sessiontape: warning: {refused}", file=sys.stderr)
+        moved = done.moved
     covered = f"{plural(len(shapes), 'call shape')}"
     if args.coverage is not None:
         covered += f" and {len(lines):,} lines"

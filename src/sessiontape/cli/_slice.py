@@ -26,23 +26,18 @@ is not found in ``t10``.
 from __future__ import annotations
 
 import argparse
-import re
-from collections.abc import Collection, Iterator
-from typing import Any, Final
+from typing import Final
 
 from ..cassette import (
-    Blob,
-    CallEntry,
     Entry,
     Patched,
-    ProcessCall,
     Recording,
     SessionEnd,
     SessionStart,
-    Sidecar,
     StoreSnapshot,
-    process_payloads,
+    copy_payloads,
 )
+from ..reduce import task_windows
 from ._common import (
     CallTree,
     CommandError,
@@ -54,15 +49,7 @@ from ._common import (
     write_entries,
 )
 
-__all__ = [
-    "SUMMARY",
-    "add_arguments",
-    "copy_sidecar_payloads",
-    "run",
-    "select",
-    "task_windows",
-    "task_windows_of",
-]
+__all__ = ["SUMMARY", "add_arguments", "run", "select"]
 
 SUMMARY: Final = "cut a worker, task or time window out of a tape into a fixture"
 
@@ -85,75 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--until", type=seconds, metavar="SECONDS", help="calls starting before SECONDS"
     )
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string and integer (as text) inside JSON-like ``value``, dict keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, bool):
-        return
-    elif isinstance(value, int):
-        yield str(value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(key)
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-_WORD: Final = re.compile(r"\w+")
-_WORD_CHAR: Final = re.compile(r"\w")
-
-
-def task_windows(recording: Recording, task: str) -> dict[str, tuple[int, int]]:
-    """Per worker, the seqs of its first and last call mentioning ``task``."""
-    return task_windows_of(recording, {task}).get(task, {})
-
-
-def task_windows_of(
-    recording: Recording, tasks: Collection[str]
-) -> dict[str, dict[str, tuple[int, int]]]:
-    """:func:`task_windows` for many tasks in one pass over the tape.
-
-    A task id is found as a whole word (not inside a longer word): where a run of word
-    characters starts, the text of each id length is looked up among the ids.
-    """
-    by_length: dict[int, set[str]] = {}
-    slow: list[tuple[str, re.Pattern[str]]] = []
-    for task in tasks:
-        if task and _WORD_CHAR.match(task):
-            by_length.setdefault(len(task), set()).add(task)
-        else:  # an id that does not start with a word character: matched the slow way
-            slow.append((task, re.compile(rf"(?<!\w){re.escape(task)}(?!\w)")))
-    lengths = sorted(by_length.items())
-    windows: dict[str, dict[str, tuple[int, int]]] = {}
-    for call in recording.calls:
-        found: set[str] = set()
-        for text in _texts(call):
-            for word in _WORD.finditer(text):
-                start = word.start()
-                for length, ids in lengths:
-                    end = start + length
-                    candidate = text[start:end]
-                    if candidate in ids and not (end < len(text) and _WORD_CHAR.match(text, end)):
-                        found.add(candidate)
-            found.update(task for task, pattern in slow if pattern.search(text))
-        for task in found:
-            per_worker = windows.setdefault(task, {})
-            first, _ = per_worker.get(call.worker, (call.seq, call.seq))
-            per_worker[call.worker] = (first, call.seq)
-    return windows
-
-
-def _texts(call: CallEntry) -> Iterator[str]:
-    if isinstance(call, ProcessCall):
-        yield from _strings(call.argv)
-    else:
-        for value in (call.args, call.kwargs, call.result):
-            yield from _strings(value)
 
 
 def select(recording: Recording, args: argparse.Namespace) -> set[int]:
@@ -206,23 +124,6 @@ def select(recording: Recording, args: argparse.Namespace) -> set[int]:
     return keep
 
 
-def copy_sidecar_payloads(recording: Recording, kept: list[Entry], output: str) -> None:
-    """Copy into the slice's sidecar the payloads its entries keep there."""
-    source, target = Sidecar(recording.path), Sidecar(output)
-    for entry in kept:
-        if isinstance(entry, ProcessCall):
-            for field, payload in process_payloads(entry):
-                if isinstance(payload, Blob) and payload.sidecar:
-                    try:
-                        source.copy_to(target, payload.sha256, gz=payload.gzip)
-                    except FileNotFoundError:
-                        raise CommandError(
-                            f"seq {entry.seq}: the {field} payload's sidecar file "
-                            f"{source.file_for(payload.sha256, gz=payload.gzip)} is missing, "
-                            "so the slice could not keep it. Restore the .blobs directory."
-                        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     """``sessiontape slice``."""
     if not any(
@@ -245,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
             or (isinstance(entry, SessionEnd) and not partial)
         ):
             kept.append(entry)
+    # The payloads first: the tape is checked against its sidecar before it is written.
+    copy_payloads(recording.path, kept, args.output)
     write_entries(args.output, kept)
-    copy_sidecar_payloads(recording, kept, args.output)
     calls = [e for e in recording.calls if e.seq in keep]
     workers = ", ".join(dict.fromkeys(c.worker for c in calls))
     note = "; the session_end was left out (a partial slice)" if partial else ""

@@ -25,7 +25,7 @@ from ._renamed import renamed
 __all__ = ["AcrossWorkers"]
 
 #: ``compare(boundary, entry, request)``: field diffs first (none: the same request).
-Compare = Callable[[str, CallEntry, Mapping[str, Any]], Any]
+Compare = Callable[[str, CallEntry, Mapping[str, Any]], bool]
 
 
 class AcrossWorkers:
@@ -73,7 +73,7 @@ class AcrossWorkers:
         def same(entry: CallEntry, request: Mapping[str, Any]) -> bool:
             if any_input:
                 request = {**request, "input": request_of(entry).get("input")}
-            return not compare(boundary, entry, request)[0]
+            return compare(boundary, entry, request)
 
         found = self._search(ordered, me, actual, same)
         if found is None:
@@ -93,7 +93,7 @@ class AcrossWorkers:
         def same(other: CallEntry, request: Mapping[str, Any]) -> bool:
             if not _behaves_as(other, entry):
                 return False
-            return not self._compare(BOUNDARY_PROCESS, other, request)[0]
+            return self._compare(BOUNDARY_PROCESS, other, request)
 
         found = self._search(ordered, me, asked, same)
         if found is None:

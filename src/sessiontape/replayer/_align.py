@@ -17,12 +17,14 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import msgspec
+
 from .._context import worker_var
 from ..cassette import CallEntry, Recording, boundary_of, request_of
 from ..report import Candidate, FieldDiff, MismatchKind, describe, nearest_candidate
 from ._correlate import EARLIER_CALLS, ECHO_CALLS, Correlations, Found, detect, substitute
 from ._index import TapeIndex
-from ._match import Matcher, Noise, Path, compare, same_call
+from ._match import Matcher, Noise, Path, compare, matches, same_call
 from ._outcome import Outcome
 from ._timegaps import TimeGaps
 
@@ -65,14 +67,6 @@ class Aligner:
         self.correlations = Correlations()
         #: Told of each recorded call skipped (a verify call's turn is then over).
         self._skipped = skipped
-
-    def _compare(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> Any:
-        """Compare with a recorded call (its correlated values as today's): no detection."""
-        expected: Any = request_of(entry)
-        correlations = self.correlations
-        if correlations.pairs and expected != actual:
-            expected = correlations.request(boundary, entry.worker, expected)
-        return compare(boundary, expected, actual, noise=self.noise, matcher=self._matcher)
 
     def _judge(
         self, boundary: str, entry: CallEntry, expected: Any, actual: Any, path: Path = ()
@@ -144,15 +138,31 @@ class Aligner:
             self.correlations.add(boundary, entry.worker, entry.seq, found)
         return diffs, total
 
+    def matches(self, boundary: str, entry: CallEntry, actual: Mapping[str, Any]) -> bool:
+        """Whether ``actual`` is the recorded call (its correlated values as today's),
+        without building diffs: the lookahead asks this of many entries."""
+        expected: Any = request_of(entry)
+        correlations = self.correlations
+        if correlations.pairs and expected != actual:
+            expected = correlations.request(boundary, entry.worker, expected)
+        return matches(boundary, expected, actual, noise=self.noise, matcher=self._matcher)
+
     def nearest(self, boundary: str, actual: Mapping[str, Any]) -> Candidate | None:
         """The recorded call of ``boundary`` closest to ``actual``, as a hint."""
         hidden = self._index.hidden
         candidates = (
-            (e.seq, e.worker, request_of(e), describe(e))
+            (e.seq, e.worker, request_of(e), "")
             for e in self._recording.calls
             if boundary_of(e) == boundary and e.seq not in hidden
         )
-        return nearest_candidate(dict(actual), candidates)
+        found = nearest_candidate(dict(actual), candidates)
+        if found is None:
+            return None
+        # Described once, the one found: describing every call scanned cost more than the
+        # scan (a failing replay looks for the nearest call at each call the tape lacks).
+        entry = self._recording.by_seq(found.seq)
+        summary = describe(entry) if entry is not None else ""
+        return msgspec.structs.replace(found, summary=summary)
 
     def take(
         self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
@@ -194,7 +204,7 @@ class Aligner:
         # Does a later entry match? Then the code skipped the ones before it.
         for offset in range(1, min(self.lookahead, len(queue) - 1) + 1):
             later = queue[offset]
-            if not self._compare(boundary, later, actual)[0]:
+            if self.matches(boundary, later, actual):
                 for _ in range(offset):
                     skipped = queue.popleft()
                     if self._skipped is not None:

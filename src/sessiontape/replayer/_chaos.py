@@ -58,7 +58,7 @@ from ._clock import FakeClock
 from ._decisions import traced_decisions
 from ._engine import UNSET, ReplayEngine
 from ._invariants import Invariant, violation
-from ._outcome import Outcome
+from ._outcome import Outcome, context_for
 from ._renamed import renamed
 from ._schedule import Schedule, Strategy
 from ._scheduler import Scheduler, ScheduleStopped
@@ -116,7 +116,7 @@ class ChaosEngine(ReplayEngine):
             if queue and _is_verify(queue[0])
         }
         self._verify_seqs = {seq for seqs in index.verify_order.values() for seq in seqs}
-        self._across = AcrossWorkers(index.queues, self._aligner._compare)
+        self._across = AcrossWorkers(index.queues, self._aligner.matches)
         #: A stand-in entry per verify boundary, for a call with no recorded twin.
         self._tokens = {
             boundary: queues[0][1][0]
@@ -366,7 +366,7 @@ class ChaosEngine(ReplayEngine):
         first = next((m for m in report.mismatches if m.kind in kinds), None)
         if first is not None:
             report.mismatches = [first, *(m for m in report.mismatches if m is not first)]
-            report.context = self._outcome.context_for(first)
+            report.context = context_for(self.recording, self._index.hidden, first)
         return report
 
     def close(self, exc: BaseException | None) -> bool:

@@ -30,19 +30,21 @@ from ..cassette import (
     Sidecar,
     boundary_of,
 )
-from ..report import FieldDiff, MismatchKind, ReplayMismatch, ReplayReport
+from ..report import MismatchKind, ReplayMismatch, ReplayReport
 from ..scrub import PathRoots, Scrubber, Unencodable, to_data
-from ._align import Aligner, Normalize
+from ._align import Aligner
 from ._clock import FakeClock
 from ._correlate import Correlations
 from ._index import TapeIndex
 from ._invariants import Invariant, Invariants
-from ._match import Matcher, Noise, Path
-from ._order import Progress, Sequencer, order_broken, verify_name
+from ._match import Matcher, Noise
+from ._order import Progress
 from ._outcome import Outcome
 from ._payloads import answer_texts, served, stored
 from ._select import Selectors
+from ._serving import Serving
 from ._timepatch import prepare as prepare_time
+from ._turns import Turns
 from ._update import Updater
 
 __all__ = ["DEFAULT_LOOKAHEAD", "DEFAULT_ORDER_TIMEOUT", "UNSET", "ReplayEngine"]
@@ -86,7 +88,7 @@ def _scrubber(roots: PathRoots, extra: tuple[Callable[[str], str], ...]) -> Scru
     return Scrubber(roots, extra=extra)
 
 
-class ReplayEngine:
+class ReplayEngine(Serving):
     """Serves one recording: queues, alignment, ordering, the clock and the outcome."""
 
     #: The project's declared invariants (``None``: none, and nothing is checked).
@@ -132,17 +134,17 @@ class ReplayEngine:
             answers=lambda entry, after, before: answer_texts(
                 self.codec, recording, entry, after, before
             ),
-            skipped=self._skipped,
+            skipped=lambda entry: self.turns.skipped(entry),
         )
         #: The values the program made up today, carried into the answers that echo them.
         self.correlations: Correlations = self._aligner.correlations
         self._outcome.correlations = self.correlations
         #: Whether the replay is moving: a verify call waiting for its turn watches it.
         self.progress = Progress(self._outcome.served)
-        self._sequencers = {
-            name: Sequencer(seqs, order_timeout, self.progress)
-            for name, seqs in index.verify_order.items()
-        }
+        #: The recorded orders of the stores' calls (see ``_turns``).
+        self.turns = Turns(
+            index.verify_order, order_timeout, self.progress, index.queues, self.mismatch
+        )
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode, or a
         #: live re-record): a verify call the tape lacks then runs and is added.
@@ -202,78 +204,7 @@ class ReplayEngine:
             )
         self._set_roots(roots)
 
-    # -- serving ----------------------------------------------------------------------
-
-    def head(self, boundary: str) -> CallEntry | None:
-        """The next recorded call of ``boundary`` for the calling worker, if any."""
-        queue = self._index.queues.get((boundary, worker_var.get()))
-        return queue[0] if queue else None
-
-    def queue(self, boundary: str) -> deque[CallEntry] | None:
-        """The calling worker's queue of recorded calls of ``boundary`` (``None``: none was
-        recorded). A boundary that takes its head itself reports it with :meth:`took`."""
-        return self._index.queues.get((boundary, worker_var.get()))
-
-    def took(self, entry: CallEntry) -> None:
-        """Note that the calling worker took ``entry``, the head of its queue."""
-        self._outcome.position[worker_var.get()] = entry.seq
-
-    def serve_head(self, queue: deque[CallEntry], head: CallEntry) -> None:
-        """Take ``head``, the first entry of the calling worker's ``queue``, and count it
-        served at once: :meth:`took` and :meth:`served` in one step, for a substituted
-        call recognised as its queue's head (nothing of ours runs between the two)."""
-        queue.popleft()
-        outcome = self._outcome
-        seq = outcome.position[worker_var.get()] = head.seq
-        outcome.served.append(seq)
-        duration = head.duration_ns
-        self.clock.advance_to(head.ts_ns + duration, head.mono_ns + duration)
-
-    def take_head(self, boundary: str) -> CallEntry:
-        """Take the head of the calling worker's queue: a request known to match it."""
-        worker = worker_var.get()
-        head = self._index.queues[(boundary, worker)].popleft()
-        self._outcome.position[worker] = head.seq
-        return head
-
-    def take(
-        self, boundary: str, actual: Mapping[str, Any], normalize: Normalize | None = None
-    ) -> CallEntry | None:
-        """The entry answering ``actual``, or ``None`` (the mismatch is in the report)."""
-        return self._aligner.take(boundary, actual, normalize)
-
-    def check(
-        self, entry: CallEntry, path: Path, expected: Any, actual: Any
-    ) -> tuple[list[FieldDiff], int]:
-        """Compare the part at ``path`` of ``entry``'s request that the program sent after
-        its call was matched (a process's stdin), as requests are (``Aligner.check``)."""
-        return self._aligner.check(entry, path, expected, actual)
-
-    def take_before_stdin(self, boundary: str, actual: Mapping[str, Any]) -> CallEntry | None:
-        """:meth:`take` for a process started before its stdin is written (``Popen``
-        starts it, ``communicate()`` writes later): ``actual["input"]`` is the head's,
-        and the boundary compares what is written with the entry taken."""
-        return self.take(boundary, actual)
-
-    def stdin_differs(self, entry: CallEntry, written: bytes) -> CallEntry | None:
-        """The entry answering a process taken before its stdin was written, whose
-        stdin ``written`` is not ``entry``'s: ``None`` here (the boundary reports the
-        difference); a chaos replay looks for the recorded call that got it."""
-        return None
-
-    def served(self, entry: CallEntry) -> None:
-        """Count ``entry`` as served and move virtual time to the end of its call.
-
-        A substituted call runs no code of ours, so nothing can read the time between its
-        start and its end: one move, to the end, serves both.
-        """
-        self._outcome.served.append(entry.seq)
-        duration = entry.duration_ns
-        self.clock.advance_to(entry.ts_ns + duration, entry.mono_ns + duration)
-
-    def clock_at(self, entry: CallEntry) -> None:
-        """Move virtual time to the start of a recorded call (our code runs in it)."""
-        self.clock.advance_to(entry.ts_ns, entry.mono_ns)
+    # -- serving: see ``_serving.Serving`` -----------------------------------------------
 
     def payload(
         self, entry: CallEntry, stored: Payload | msgspec.Raw, field: str, *, text: bool
@@ -294,6 +225,7 @@ class ReplayEngine:
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         """The error raised when a call has no recorded answer."""
         worker = worker_var.get()
+        self.turns.stopped(worker)
         return UnrecordedCallError(
             f"sessiontape: worker {worker!r}: {what} has no recorded answer on "
             f"{self.recording.path}; see the replay report.",
@@ -338,39 +270,22 @@ class ReplayEngine:
 
     def application_error(self, exc: BaseException, frame: str | None = None) -> None:
         """Report an exception that ended the calling worker, unlike the recording."""
-        self._outcome.application_error(exc, worker_var.get(), frame)
+        worker = worker_var.get()
+        self._outcome.application_error(exc, worker, frame)
+        self.turns.stopped(worker)
 
     # -- ordering of verify boundaries --------------------------------------------------
 
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:
-        """Wait until the recorded call ``seq`` of store ``name`` is next in its order."""
-        sequencer = self._sequencers.get(name)
-        if sequencer is None or sequencer.broken:
-            return
-        # An update goes on past a recorded call that never comes (today's code no longer
-        # makes it: it is dropped); a plain replay reports the order broken.
-        waited_on = sequencer.wait_turn(seq, skip_missing=self.updater is not None)
-        if waited_on is not None:
-            self.mismatch(
-                MismatchKind.ORDER_MISMATCH,
-                seq=waited_on,
-                worker=worker_var.get(),
-                boundary=boundary,
-                message=order_broken(name, seq, waited_on),
-            )
-
-    def _skipped(self, entry: CallEntry) -> None:
-        """A recorded call was skipped (today's code no longer makes it): a verify call's
-        turn is over, so the calls after it in the recorded order are not kept waiting."""
-        sequencer = self._sequencers.get(verify_name(entry) or "")
-        if sequencer is not None:
-            sequencer.done(entry.seq)
+        """Wait until the recorded call ``seq`` of store ``name`` is next in its order (an
+        update goes on past a recorded call that never comes: see ``Turns.wait``)."""
+        self.turns.wait(
+            name, boundary, seq, worker_var.get(), skip_missing=self.updater is not None
+        )
 
     def turn_done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
-        sequencer = self._sequencers.get(name)
-        if sequencer is not None:
-            sequencer.done(seq)
+        self.turns.done(name, seq)
 
     # -- invariants ---------------------------------------------------------------------
 

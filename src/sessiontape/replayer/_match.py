@@ -22,7 +22,7 @@ from .._errors import UsageError
 from ..cassette import BOUNDARY_PROCESS
 from ..report import FieldDiff, diff_values_counted, subcommand
 
-__all__ = ["MASKED", "Matcher", "Noise", "Path", "compare", "path_text", "same_call"]
+__all__ = ["MASKED", "Matcher", "Noise", "Path", "compare", "matches", "path_text", "same_call"]
 
 #: What a masked field reads as on both sides.
 MASKED: Final = "<masked>"
@@ -316,6 +316,39 @@ def _mask(value: Any, path: tuple[str | int, ...]) -> Any:
 Matcher = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
 
 
+def _differing(
+    boundary: str, expected: Any, actual: Any, noise: Noise, matcher: Matcher | None, path: Path
+) -> tuple[Any, Any] | None:
+    """``None`` when the requests (or their parts at ``path``) match: equal as they are,
+    equal once noise is applied, or (whole requests only) accepted by a custom matcher;
+    otherwise the two as compared, noise applied."""
+    if expected == actual:
+        return None
+    if noise.applies_to(boundary):
+        expected = noise.apply(boundary, expected, path)
+        actual = noise.apply(boundary, actual, path)
+        if expected == actual:
+            return None
+    if matcher is not None and not path and matcher(boundary, expected, actual) is True:
+        return None
+    return expected, actual
+
+
+def matches(
+    boundary: str,
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    *,
+    noise: Noise,
+    matcher: Matcher | None = None,
+) -> bool:
+    """Whether :func:`compare` would find no diffs, without building them. (A field diff
+    never makes two requests match that are not equal: :func:`compare` reports requests
+    equal field by field yet unequal as rejected.) The lookahead asks this of many
+    entries."""
+    return _differing(boundary, expected, actual, noise, matcher, ()) is None
+
+
 def compare(
     boundary: str,
     expected: Any,
@@ -332,17 +365,10 @@ def compare(
     there (see :meth:`Noise.apply`), and the diffs' paths start with it; the custom
     matcher is asked about whole requests only.
     """
-    if expected == actual:
+    differing = _differing(boundary, expected, actual, noise, matcher, path)
+    if differing is None:
         return [], 0
-    if noise.applies_to(boundary):
-        expected = noise.apply(boundary, expected, path)
-        actual = noise.apply(boundary, actual, path)
-        if expected == actual:
-            return [], 0
-    if matcher is not None and not path:
-        verdict = matcher(boundary, expected, actual)
-        if verdict is True:
-            return [], 0
+    expected, actual = differing
     diffs, total = diff_values_counted(expected, actual, path_text(path))
     if not diffs:
         # Equal field by field yet rejected by the custom matcher.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 
 __all__ = ["Progress", "Sequencer", "order_broken", "verify_name"]
 
@@ -82,8 +82,12 @@ class Sequencer:
 
     Concurrent workers race for shared state; replaying a store faithfully means letting
     them through in the order production saw. A call waits until every earlier recorded
-    call of the same store has run, or until the whole replay has stood still for the
-    timeout (real seconds, see :class:`Progress`): then the call waited for never came.
+    call of the same store has run, until the whole replay has stood still for the
+    timeout (real seconds, see :class:`Progress`): then the call waited for never came;
+    or until the call it waits behind is :meth:`abandon`-ed: its worker was told a call
+    has no recorded answer, or its thread died, so it will most likely never make it (a
+    replay that fails early, as most of shrink's candidates do, does not wait out the
+    time limit behind it).
     """
 
     def __init__(
@@ -105,6 +109,8 @@ class Sequencer:
         self.broken = False
         #: The indexes of calls taken as never coming (``skip_missing``).
         self._skipped: set[int] = set()
+        #: Positions of the calls whose worker stopped before making them.
+        self._abandoned: set[int] = set()
 
     def wait_turn(self, seq: int, *, skip_missing: bool = False) -> int | None:
         """Wait until ``seq`` is next; return the seq it waited on in vain, or None.
@@ -126,15 +132,24 @@ class Sequencer:
             self._waiting += 1
             try:
                 mark = None if progress is None else progress.mark()
-                while not self._cond.wait_for(
-                    lambda: self._cursor >= index or self.broken, timeout=self._timeout
-                ):
-                    now = None if progress is None else progress.mark()
-                    if progress is not None and (now is None or now != mark):
-                        mark = now  # the replay moved: the call waited on is on its way
-                        continue
+                while True:
+                    came = self._cond.wait_for(
+                        lambda: (
+                            self._cursor >= index or self.broken or self._cursor in self._abandoned
+                        ),
+                        timeout=self._timeout,
+                    )
+                    if self._cursor >= index or self.broken:
+                        break
+                    if not came:
+                        now = None if progress is None else progress.mark()
+                        if progress is not None and (now is None or now != mark):
+                            mark = now  # the replay moved: the call waited on is on its way
+                            continue
+                    # Nothing moved for the whole timeout, or the call at the cursor will
+                    # not come (its worker stopped).
                     if not skip_missing:
-                        break  # nothing moved in the replay for the whole timeout
+                        break
                     self._skip_locked()
             finally:
                 self._waiting -= 1
@@ -156,6 +171,18 @@ class Sequencer:
             cursor += 1
         self._cursor = cursor
         self._cond.notify_all()
+
+    def abandon(self, seqs: Iterable[int]) -> None:
+        """The recorded calls ``seqs`` (of a worker that stopped) will not come: a call
+        waiting behind one of them stops waiting now. Seqs of other stores are ignored."""
+        with self._lock:
+            cursor = self._cursor
+            for seq in seqs:
+                index = self._index.get(seq)
+                if index is not None and index >= cursor:
+                    self._abandoned.add(index)
+            if self._waiting:
+                self._cond.notify_all()
 
     def done(self, seq: int) -> None:
         """Mark ``seq`` as run, letting the next recorded call through."""

@@ -34,7 +34,7 @@ from ._correlate import Correlations
 from ._crashes import WorkerCrashes
 from ._index import QueueKey
 
-__all__ = ["Outcome"]
+__all__ = ["Outcome", "context_for"]
 
 #: At most this many warnings are kept (a program forking in a loop would fill memory).
 _MAX_WARNINGS: Final = 1000
@@ -299,17 +299,6 @@ class Outcome:
 
     # -- the report -----------------------------------------------------------------
 
-    def context_for(self, first: Mismatch | None) -> list[str]:
-        """One line for each of the last calls of ``first``'s worker before it."""
-        if first is None or first.seq is None:
-            return []
-        before = [
-            e
-            for e in self.recording.calls
-            if e.seq < first.seq and e.worker == first.worker and e.seq not in self._hidden
-        ]
-        return [describe(e) for e in before[-3:]]
-
     def mismatches(self) -> list[Mismatch]:
         """Every mismatch found so far, in timeline order."""
         with self._lock:
@@ -347,5 +336,18 @@ class Outcome:
             correlations=self.correlations.report() if self.correlations is not None else [],
             live_selector=selector,
         )
-        report.context = self.context_for(report.first)
+        report.context = context_for(rec, self._hidden, report.first)
         return report
+
+
+def context_for(recording: Recording, hidden: set[int], first: Mismatch | None) -> list[str]:
+    """One line for each of the last calls of ``first``'s worker before it (the calls
+    ``hidden`` from the replay left out)."""
+    if first is None or first.seq is None:
+        return []
+    before = [
+        e
+        for e in recording.calls
+        if e.seq < first.seq and e.worker == first.worker and e.seq not in hidden
+    ]
+    return [describe(e) for e in before[-3:]]

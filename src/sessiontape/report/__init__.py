@@ -8,6 +8,7 @@ nothing of how a replay runs; the replay engine, the pytest plugin and the CLI b
 from __future__ import annotations
 
 from ._advice import LIVE_KINDS, live_advice, live_next_step, live_selector, suggest_next_step
+from ._calls import agent_step, call_shape, flag_names
 from ._chaos import (
     SHOWN_PER_WORKER,
     ChaosCall,
@@ -62,6 +63,8 @@ __all__ = [
     "ReplayMismatch",
     "ReplayReport",
     "Rewrite",
+    "agent_step",
+    "call_shape",
     "classify_error",
     "command_name",
     "compute_ok",
@@ -69,6 +72,7 @@ __all__ = [
     "diff_values",
     "diff_values_counted",
     "failed",
+    "flag_names",
     "format_ms",
     "jsonable",
     "live_advice",

@@ -40,6 +40,10 @@ def _safe_equal(a: Any, b: Any) -> bool:
         return safe_repr(a) == safe_repr(b)
 
 
+#: Types whose equal values never differ for the walk (unlike numbers: ``True == 1``).
+_PLAIN: Final = frozenset({str, type(None)})
+
+
 class _OverBudget(Exception):
     """Raised inside a diff walk once the count passes ``stop_after``."""
 
@@ -69,6 +73,11 @@ class _Differ:
 
     def walk(self, expected: Any, actual: Any, path: str) -> None:
         if expected is actual:
+            return
+        kind = type(expected)
+        if kind is type(actual) and kind in _PLAIN and expected == actual:
+            # Two equal strings (or Nones): no diff, and no kinds to look up. Most fields
+            # of two requests are these, and nearest_candidate walks thousands of requests.
             return
         ke, ka = value_kind(expected), value_kind(actual)
         if ke is ValueKind.STRUCT or ka is ValueKind.STRUCT:

@@ -1,8 +1,8 @@
 """What ``shrink`` may cut from a tape, and how a cut tape is written back valid.
 
 A :class:`Cut` is a candidate: which of the original entries it keeps, which items of the
-recorded store snapshots it drops, and which entries it replaces by simpler values. A
-:class:`Tape` turns a cut into entries that pass ``validate``: the header says what it
+recorded store snapshots it drops, and which entries it replaces by simpler values.
+:class:`Cuts` turns a cut into entries that pass ``validate``: the header says what it
 was shrunk from, seqs are renumbered from 0 without gaps, and every parent points at a
 kept entry (an entry is only ever removed together with the calls nested in it).
 
@@ -22,6 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from ..cassette import (
+    CallTree,
     Entry,
     Error,
     ProcessCall,
@@ -29,11 +30,14 @@ from ..cassette import (
     SessionEnd,
     ShrunkFrom,
     StoreSnapshot,
+    copy_payloads,
+    encode_entry,
+    is_call,
+    write_new_cassette,
 )
-from ._common import CallTree, is_call
-from ._slice import copy_sidecar_payloads, task_windows_of
+from ._tasks import task_windows_of
 
-__all__ = ["Cut", "Tape", "simpler_outputs"]
+__all__ = ["Cut", "Cuts", "Unit", "simpler_outputs"]
 
 #: The keys a snapshot item's id is read from, for finding the calls of its task.
 _ID_KEYS: Final = ("id", "task_id", "key", "name")
@@ -60,7 +64,7 @@ class Unit:
     label: str = ""
 
 
-class Tape:
+class Cuts:
     """The original recording, and what can be cut from it."""
 
     def __init__(self, recording: Recording) -> None:
@@ -139,13 +143,13 @@ class Tape:
         return out, origin
 
     def write(self, cut: Cut, shrunk: ShrunkFrom, path: str) -> list[int]:
-        """Write the cut's tape to ``path`` (payloads its sidecar needs included)."""
-        from ._common import write_entries
-
+        """Write the cut's tape to ``path``, whole or not at all (a file already there is
+        replaced only if it is a cassette), with the payloads its sidecar needs."""
         entries, origin = self.entries_of(cut, shrunk)
-        write_entries(path, entries)
         kept = [self.by_seq[s] for s in origin[1:]]
-        copy_sidecar_payloads(self.recording, kept, path)
+        # The payloads first: the tape is checked against its sidecar before it is written.
+        copy_payloads(self.recording.path, kept, path)
+        write_new_cassette(path, (encode_entry(entry) for entry in entries))
         return origin
 
     # -- units -----------------------------------------------------------------------------

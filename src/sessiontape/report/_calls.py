@@ -1,10 +1,11 @@
-"""Call shapes: what kind of call an entry is, with its particulars left out.
+"""What call an entry is: its identity (``git merge``) and its shape.
 
 Two tapes that run ``git commit -q -m 'one'`` and ``git commit -q -m 'two'`` make a call of
 the same shape, ``process git commit -m -q``: the boundary, and the request normalised to
 what decides which code path the application takes (a process's program, subcommand and
 flag names; a store's operation; an agent's step kind and request keys; a user boundary's
-method). ``corpus`` counts them; ``shrink`` names a failing call by the same identity.
+method). ``corpus`` counts shapes; ``shrink`` names a failing call by the same identity;
+``export --format chrome-trace`` names a process's span by its command.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..cassette import AgentTurn, Call, Entry, ProcessCall, StoreMutation
-from ._common import command_name
+from ._describe import command_name
 
 __all__ = ["agent_step", "call_shape", "flag_names"]
 
