@@ -108,3 +108,43 @@ def test_explain_wants_a_failing_schedule(project: pytest.Pytester) -> None:
     shown = project.run(sys.executable, "-m", "sessiontape", "explain", "empty.json")
     assert shown.ret == 2
     assert "empty.json holds no failing chaos schedule: explain needs one." in shown.stderr.str()
+
+
+def test_a_saved_schedule_is_explained_on_the_tape_it_came_from(
+    project: pytest.Pytester,
+) -> None:
+    seed = _failing_seed(project)
+    run(
+        project,
+        "--replay",
+        "tapes/jobs.jsonl",
+        "--sessiontape-chaos-seed",
+        str(seed),
+        "--sessiontape-chaos-save",
+        "found",
+    )
+    saved = f"found/jobs.chaos-{seed}.jsonl"
+    assert (project.path / saved).is_file()
+    # Not beside it, nor here: the command says how to name it.
+    lost = project.run(sys.executable, "-m", "sessiontape", "explain", saved)
+    assert lost.ret == 2
+    assert (
+        f"{saved} was saved from jobs.jsonl, which is neither here nor beside it. Name it: "
+        f"sessiontape explain {saved} --tape PATH/jobs.jsonl" in lost.stderr.str()
+    )
+    shown = project.run(
+        sys.executable,
+        "-m",
+        "sessiontape",
+        "explain",
+        saved,
+        "--tape",
+        "tapes/jobs.jsonl",
+        "--samples",
+        "6",
+        "--json",
+    )
+    assert shown.ret == 0, shown.stderr.str()
+    data = json.loads(shown.stdout.str())
+    assert data["schedule"] == f"seed {seed}, pct depth 3"
+    assert POINT.search(data["verdict"]) is not None, data["verdict"]
