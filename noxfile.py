@@ -1,4 +1,5 @@
-"""Every task a contributor runs: ``nox -s tests lint typecheck browser bench demo reliability``.
+"""Every task a contributor runs: ``nox -s tests lint typecheck browser bench demo reliability``,
+and ``nox -s zoo`` (the whole capability matrix of ``tests/zoo``).
 
 The tools are pinned so that a green run here is a green run in CI.
 """
@@ -28,6 +29,20 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test,bench]")
     args = session.posargs or ["-n", "auto"]
     session.run("pytest", *args)
+
+
+@nox.session
+def zoo(session: nox.Session) -> None:
+    """The zoo matrix in full: every program of ``tests/zoo`` through every capability that
+    applies to it (``tests/zoo/matrix.py`` lists them, and the cells that fail today for a
+    known defect). ``nox -s tests`` runs only its fast slice. The last line of the run
+    gives the matrix's size.
+    """
+    session.install("-e", ".[test]")
+    args = session.posargs or ["-n", "2"]
+    session.run(
+        "pytest", "tests/zoo", "-p", "no:randomly", "-rxXfE", *args, env={"SESSIONTAPE_ZOO": "full"}
+    )
 
 
 @nox.session

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from against import BEGIN, END, ratio_cell, render_section
 from gaps import what_it_would_take
 from lanes import saved_section
 from sections import SECTIONS, fmt, mb
@@ -16,11 +17,15 @@ _MET = {True: "yes", False: "**no**", None: "—"}
 
 def _summary(results: dict[str, Any]) -> list[str]:
     previous = results.get("previous")
+    against = results.get("against")
     out = [
         "## Summary\n",
         "| figure | sessiontape | baseline | baseline value | ratio | target | met |"
-        + (" previous |" if previous else ""),
-        "|---|---|---|---|---|---|---|" + ("---|" if previous else ""),
+        + (" previous |" if previous else "")
+        + (f" against the previous release ({against['old']}) |" if against else ""),
+        "|---|---|---|---|---|---|---|"
+        + ("---|" if previous else "")
+        + ("---|" if against else ""),
     ]
     for row in results["figures"]:
         note = f" ({row['note']})" if row["note"] else ""
@@ -32,6 +37,8 @@ def _summary(results: dict[str, Any]) -> list[str]:
         if previous:
             old = row.get("previous")
             line += f" {fmt(old['value'])} {old['unit']} |" if old else " — |"
+        if against:
+            line += f" {ratio_cell(against, row['id']) or '—'} |"
         out.append(line)
     out.append("")
     if previous:
@@ -41,6 +48,14 @@ def _summary(results: dict[str, Any]) -> list[str]:
             f"{previous['started_at']}" + (f", checkout {revision}" if revision else "") + "); "
             "matched by figure id, — where this run's figure is new.\n"
         )
+    if against:
+        out.append(
+            f"*against the previous release*: this checkout / {against['old']}, each "
+            "figure's median ratio and the middle half of the per-pair ratios, from "
+            f"`{against['command']}` (checkout {against['checkout']}, {against['started_at']}; "
+            "see the section below).\n"
+        )
+        out += [BEGIN, *render_section(against), END, ""]
     return out
 
 

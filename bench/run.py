@@ -21,6 +21,14 @@ Beside each figure stands the previous run's: by default the committed
 ``BENCHMARKS.json`` (read before this run replaces it) when it was run in the same mode;
 ``--compare OLD.json`` names another, ``--no-compare`` leaves the column out. The
 checkout's ``src/`` is measured, whatever sessiontape is installed.
+
+``--against REV`` measures something else: this checkout against commit REV, each in its
+own environment, the two taking turns figure by figure (``bench/against.py``); it prints
+a Markdown table of the ratios, and a full run (no ``--quick``, no ``--only``) stores it
+in BENCHMARKS.json and BENCHMARKS.md's column "against the previous release"::
+
+    python bench/run.py --against v0.1.0 --quick     # a few minutes, prints the table
+    python bench/run.py --against v0.1.0 --instructions --only record
 """
 
 from __future__ import annotations
@@ -48,7 +56,9 @@ for _path in (ROOT / "src", BENCH):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+import against  # noqa: E402
 import gen  # noqa: E402
+import trees  # noqa: E402
 from cases import (  # noqa: E402
     boundaries,
     common,
@@ -412,12 +422,85 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--no-compare", action="store_true", help="no column of the previous run's figures")
     add("--compare-label", default=None, help="how the previous run is described")
+    add(
+        "--against",
+        metavar="REV",
+        help="compare this checkout with commit REV instead (each in its own environment, "
+        "timed in turns); cases: " + ",".join(m.name for m in against.MEASUREMENTS),
+    )
+    add("--pairs", type=int, help="--against: repetitions of each figure in both trees")
+    add(
+        "--instructions",
+        action="store_true",
+        help="--against: count instructions under valgrind's callgrind instead of timing",
+    )
     return parser
+
+
+def _against(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``--against REV``: see the module docstring and ``bench/against.py``."""
+    names = [m.name for m in against.MEASUREMENTS]
+    only = None
+    if args.only != ",".join(ALL_CASES):
+        only = [c.strip() for c in args.only.split(",") if c.strip()]
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            parser.error(f"--against compares the cases {names}, not {unknown}")
+    mode = "quick" if args.quick else "full"
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    pins = trees.pinned_requirements()
+    old = trees.revision_tree(ROOT, args.against, pins, _log)
+    new = trees.checkout_tree(ROOT, pins, _log)
+    if args.instructions:
+        result = against.count_instructions(new, old, only=only, log=_log)
+    else:
+        pairs = args.pairs or against.DEFAULT_PAIRS[mode]
+        result = against.compare(new, old, mode=mode, pairs=pairs, only=only, log=_log)
+    command = ["python", "bench/run.py", "--against", args.against]
+    command += ["--quick"] if args.quick else []
+    command += ["--instructions"] if args.instructions else []
+    command += ["--pairs", str(args.pairs)] if args.pairs else []
+    command += ["--only", args.only] if only is not None else []
+    result |= {
+        "command": shlex.join(command),
+        "started_at": started,
+        "load": load,
+        "checkout": common.machine(str(ROOT))["git_revision"],
+        "revision": str(old.root.name),
+    }
+    table = against.render_table(result)
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.write_text("\n".join(against.render_section(result)), encoding="utf-8")
+    if mode == "full" and only is None and not args.instructions and args.out is None:
+        # The committed results keep the comparison beside the suite's figures, and
+        # BENCHMARKS.md gets its column and section (the rest of the page is left as is).
+        results = json.loads(COMMITTED.read_text(encoding="utf-8"))
+        results["against"] = result
+        COMMITTED.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        page = ROOT / "BENCHMARKS.md"
+        page.write_text(against.patch_markdown(page.read_text("utf-8"), result), "utf-8")
+    print(table)
+    return 0
+
+
+def _write_markdown(markdown: Path, text: str) -> None:
+    """Write the report, carrying over the chaos section (measured on its own by
+    ``bench/cases/chaos.py``)."""
+    old = markdown.read_text(encoding="utf-8") if markdown.exists() else ""
+    if CHAOS_BEGIN in old and CHAOS_END in old:
+        kept = old[old.index(CHAOS_BEGIN) : old.index(CHAOS_END) + len(CHAOS_END)]
+        text = text.rstrip("\n") + "\n\n" + kept
+    markdown.write_text(text + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.against is not None:
+        return _against(args, parser)
     cases = tuple(c.strip() for c in args.only.split(",") if c.strip())
     unknown = sorted(set(cases) - set(ALL_CASES))
     if unknown:
@@ -449,6 +532,11 @@ def main(argv: list[str] | None = None) -> int:
     partial = set(cases) != set(ALL_CASES)
     if mode == "full" and not partial and out is None and markdown is None:
         out, markdown = COMMITTED, ROOT / "BENCHMARKS.md"
+    compared = (
+        json.loads(COMMITTED.read_text(encoding="utf-8")).get("against")
+        if COMMITTED.exists()
+        else None
+    )
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sessiontape-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -467,16 +555,14 @@ def main(argv: list[str] | None = None) -> int:
     if previous is not None:
         attach_previous(results["figures"], previous.pop("figures"))
         results["previous"] = previous
+    if out == COMMITTED and compared is not None:
+        # The last --against comparison stays beside the figures (it names its checkout).
+        results["against"] = compared
     if out is not None:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     text = render_markdown(results)
     if markdown is not None:
-        # The chaos section is measured on its own (bench/cases/chaos.py): carried over.
-        old = markdown.read_text(encoding="utf-8") if markdown.exists() else ""
-        if CHAOS_BEGIN in old and CHAOS_END in old:
-            kept = old[old.index(CHAOS_BEGIN) : old.index(CHAOS_END) + len(CHAOS_END)]
-            text = text.rstrip("\n") + "\n\n" + kept
-        markdown.write_text(text + "\n", encoding="utf-8")
+        _write_markdown(markdown, text)
     print(text.split("## Machine")[0])
     gc.collect()
     return 0

@@ -42,6 +42,15 @@ def _no_tape_left_open() -> Iterator[None]:
         pytest.fail(f"the test left {left} tape(s) open: close every tape it creates")
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts from a developer's environment, whatever the suite runs in: CI sets
+    ``CI``, and both sessiontape (no recording in CI) and pytest (no truncated summaries)
+    read it, in this process and in every pytest a test starts. A test about CI sets it."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

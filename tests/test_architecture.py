@@ -42,6 +42,7 @@ RANKS: dict[str, int] = {
     "sessiontape.replayer": 3,
     "sessiontape.fleet": 3,
     "sessiontape.boundaries": 4,
+    "sessiontape.review": 4,
     "sessiontape.tape": 5,
     "sessiontape._hookspecs": 6,
     "sessiontape._hooks": 7,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -341,3 +343,152 @@ def test_against_vcrpy(bench: ModuleType, tmp_path: Path) -> None:
     assert _positive(result["median_ns"])
     assert result["interactions"] == 5
     assert (tmp_path / "vcr_cassette.yaml").exists()
+
+
+# -- bench/run.py --against REV ---------------------------------------------------------
+
+
+def _both_this_checkout() -> tuple[Any, Any]:
+    """Two "trees" that are both this checkout in this interpreter: the comparison's
+    machinery end to end, without building environments."""
+    import trees
+
+    root = BENCH.parent
+    return (
+        trees.Tree("this tree", root, Path(sys.executable)),
+        trees.Tree("again", root, Path(sys.executable)),
+    )
+
+
+def test_against_times_both_trees_in_turns(bench: ModuleType, tmp_path: Path) -> None:
+    import against
+
+    new, old = _both_this_checkout()
+    order: list[str] = []
+    result = against.compare(
+        new, old, mode="tiny", pairs=3, only=["record"], log=lambda line: order.append(line)
+    )
+    # Each pair runs both trees back to back, the first of the pair flipping each time.
+    assert [line.split("(")[1] for line in order] == [
+        "this tree first)...",
+        "again first)...",
+        "this tree first)...",
+    ]
+    ids = [row["id"] for row in result["figures"]]
+    assert ids == ["record_full_us", "record_standard_us", "record_threads_us"]
+    for row in result["figures"]:
+        assert row["pairs"] == 3
+        assert len(row["new_all"]) == len(row["old_all"]) == 3
+        ratios = [a / b for a, b in zip(row["new_all"], row["old_all"], strict=True)]
+        assert row["ratio"]["median"] == sorted(ratios)[1]
+        assert row["ratio"]["min"] <= row["ratio"]["q1"] <= row["ratio"]["median"]
+        assert row["ratio"]["median"] <= row["ratio"]["q3"] <= row["ratio"]["max"]
+    table = against.render_table(result)
+    assert table.splitlines()[0].startswith("| figure | again | this tree | this tree / again |")
+    assert len(table.splitlines()) == 2 + 3
+
+
+def test_against_runs_every_case_in_a_child_of_the_tree_under_test(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    import against
+
+    new, _ = _both_this_checkout()
+    measured = {m.name for m in against.MEASUREMENTS}
+    assert measured == {"record", "replay_call", "boundaries", "corpus", "startup"}
+    for m in against.MEASUREMENTS:
+        if m.name in ("record", "startup"):
+            continue  # record: above; startup: dozens of whole pytest runs
+        got = against.run_child(new, m.target, m.kwargs["tiny"], tmp_path)
+        assert {f.id for f in m.figures} <= set(got), m.name
+        assert all(_positive(got[f.id]) for f in m.figures), got
+
+
+def test_a_child_refuses_to_measure_another_tree(bench: ModuleType, tmp_path: Path) -> None:
+    # Named a tree whose sessiontape is not the one imported: it says so, measuring nothing.
+    child = BENCH / "cases" / "_child.py"
+    elsewhere = tmp_path / "src"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(child), "cases.paired:recording", "{}"],
+        env={**os.environ, "SESSIONTAPE_BENCH_TREE": str(elsewhere)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert f"not the one in {elsewhere}" in done.stderr
+
+
+def test_an_exported_revision_is_the_commit_s_files(bench: ModuleType, tmp_path: Path) -> None:
+    import trees
+
+    root = BENCH.parent
+    sha = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    dest = tmp_path / "tree"
+    trees._export(root, sha, dest)
+    committed = subprocess.run(
+        ["git", "-C", str(root), "show", f"{sha}:pyproject.toml"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert (dest / "pyproject.toml").read_bytes() == committed
+    assert (dest / "src" / "sessiontape" / "__init__.py").is_file()
+    assert not (dest / ".git").exists()
+
+
+def test_the_pins_are_this_environment_without_the_trees(bench: ModuleType) -> None:
+    from importlib import metadata
+
+    import trees
+
+    pins = trees.pinned_requirements()
+    assert f"pytest=={metadata.version('pytest')}" in pins
+    assert f"msgspec=={metadata.version('msgspec')}" in pins
+    assert not [p for p in pins if p.startswith(("sessiontape==", "pip=="))]
+
+
+def test_against_patches_the_summary_and_its_section(bench: ModuleType) -> None:
+    import against
+
+    result = {
+        "old": "abc1234",
+        "new": "this tree",
+        "method": "time",
+        "pairs": 3,
+        "command": "python bench/run.py --against abc1234",
+        "started_at": "2026-11-27T00:00:00+00:00",
+        "checkout": "def5678",
+        "load": "0.5, 0.5, 0.5",
+        "figures": [
+            {
+                "id": "startup_run_ratio",
+                "figure": "one-test pytest run / `-p no:sessiontape` (CPU)",
+                "unit": "×",
+                "old": against.spread([1.10, 1.12, 1.08]),
+                "new": against.spread([1.02, 1.03, 1.01]),
+                "ratio": against.spread([0.93, 0.92, 0.94]),
+                "pairs": 3,
+            }
+        ],
+    }
+    page = (
+        "# t\n\n## Summary\n\n| figure | sessiontape | met |\n|---|---|---|\n"
+        "| one-test pytest run, sessiontape installed but unused | 1.02 × | yes |\n"
+        "| cassette load throughput | 360 MB/s | yes |\n\n## Machine\n\n- 2 cores\n"
+    )
+    once = against.patch_markdown(page, result)
+    assert against.patch_markdown(once, result) == once  # a second run replaces, not adds
+    lines = once.splitlines()
+    assert lines[4] == "| figure | sessiontape | met | against the previous release (abc1234) |"
+    assert lines[5] == "|---|---|---|---|"
+    assert lines[6].endswith("| 1.02 × | yes | 0.93× (0.93–0.94) |")
+    assert lines[7].endswith("| 360 MB/s | yes | — |")
+    section = once[once.index(against.BEGIN) : once.index(against.END)]
+    assert "## Against the previous release (abc1234)" in section
+    assert "| one-test pytest run / `-p no:sessiontape` (CPU) | 1.10× | 1.02× | **0.930×**" in (
+        section
+    )
+    assert once.index(against.END) < once.index("## Machine")

@@ -48,7 +48,7 @@ _FENCED = re.compile(
     re.S | re.M,
 )
 #: At most this many python blocks may be fragments: a README of fragments runs nothing.
-MAX_FRAGMENTS = 6
+MAX_FRAGMENTS = 7
 
 
 @dataclass(frozen=True)

@@ -490,3 +490,35 @@ def test_struct_results_round_trip(tmp_path: Path) -> None:
         tape.agent(A()).execute()
     (turn,) = sessiontape.load(path).entries_for("agent")
     assert msgspec.convert(turn.result, Step) == Step("ok", (1, 2))
+
+
+@pytest.mark.writes_invalid_tapes  # the entry that could not be scrubbed leaves a seq gap
+def test_an_entry_that_cannot_be_scrubbed_is_one_warning_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A scrubber that fails on one kind of entry (seen: a rule compiled lazily by two
+    # threads at once) must cost that entry and one warning, never the program's run,
+    # and never write the entry unscrubbed.
+    from sessiontape.recorder import _recorder
+
+    real = _recorder.scrub_entry
+
+    def failing(entry: Any, scrubber: Any) -> Any:
+        if isinstance(entry, ProcessCall):
+            raise AssertionError("a broken rule")
+        return real(entry, scrubber)
+
+    monkeypatch.setattr(_recorder, "scrub_entry", failing)
+    cassette = tmp_path / "t.jsonl"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with sessiontape.record(cassette) as tape:
+            runner = tape.process_runner()
+            first = runner.run([sys.executable, "-c", "print('one')"], text=True)
+            second = runner.run([sys.executable, "-c", "print('two')"], text=True)
+    assert (first.stdout, second.stdout) == ("one\n", "two\n")
+    [warning] = [w for w in caught if issubclass(w.category, RecordingWarning)]
+    assert "could not be scrubbed (AssertionError: a broken rule)" in str(warning.message)
+    assert "seq 1, ProcessCall" in str(warning.message)
+    lines = cassette.read_bytes().splitlines()
+    assert [msgspec.json.decode(line)["kind"] for line in lines] == ["session_start", "session_end"]

@@ -73,6 +73,35 @@ def test_the_plugin_entry_point_imports_nothing_heavy() -> None:
     assert _loaded_by("import pytest", "import sessiontape.plugin") == []
 
 
+#: What the entry point may import: the package (real time, the lazy front), the options,
+#: the mirror of the project's hooks (and the hook module's names, without the manager).
+ENTRY_POINT_MODULES = {
+    "sessiontape",
+    "sessiontape._time",
+    "sessiontape._lazy",
+    "sessiontape._hooks",
+    "sessiontape.plugin",
+    "sessiontape.plugin._mirror",
+    "sessiontape.plugin._options",
+}
+
+
+def test_the_plugin_entry_point_imports_only_what_the_options_need() -> None:
+    # Every pytest run of everyone who has sessiontape installed imports the entry point:
+    # each module more is paid by all of them (finding, loading and running it).
+    out = _python(
+        """
+        import json, sys
+        import pytest
+        before = set(sys.modules)
+        import sessiontape.plugin
+        print(json.dumps(sorted(set(sys.modules) - before)))
+        """
+    )
+    loaded = {m for m in json.loads(out) if m.startswith("sessiontape")}
+    assert loaded <= ENTRY_POINT_MODULES, sorted(loaded - ENTRY_POINT_MODULES)
+
+
 @pytest.mark.parametrize("entry", ["import sessiontape", "import pytest, sessiontape.plugin"])
 def test_real_time_is_captured_before_anything_else_of_sessiontape(entry: str) -> None:
     out = _python(
@@ -167,8 +196,9 @@ def _modules_of_a_run(
         "-p", "sessiontape.plugin", "-p", "no:cacheprovider", *args
     )
     result.assert_outcomes(passed=1)
-    assert "sessiontape: mode=" in result.stdout.str()  # the plugin was there
-    return set(json.loads(out.read_text()))
+    modules = set(json.loads(out.read_text()))
+    assert "sessiontape.plugin" in modules  # the plugin was there
+    return modules
 
 
 def test_a_run_that_uses_no_tape_loads_nothing_heavy(
@@ -191,6 +221,92 @@ def test_a_run_that_uses_the_fixture_loads_the_engines(
     assert {"msgspec", "sessiontape.recorder", "sessiontape.scrub"} <= modules
 
 
+_REPORT_HOOKS = """
+import json, os
+
+def pytest_sessionfinish(session):
+    # Which of pytest's hooks have an implementation of sessiontape's, after the tests.
+    pm = session.config.pluginmanager
+    ours = {}
+    for name in dir(pm.hook):
+        caller = getattr(pm.hook, name)
+        if not hasattr(caller, "get_hookimpls"):
+            continue
+        for impl in caller.get_hookimpls():
+            plugin = impl.plugin
+            module = getattr(plugin, "__name__", None) or type(plugin).__module__
+            if module.startswith("sessiontape"):
+                ours.setdefault(name, []).append(impl.plugin_name)
+    with open(os.environ["HOOKS_OUT"], "w") as fh:
+        json.dump(ours, fh)
+"""
+
+#: The hooks a run that does not use sessiontape has from it: the options and the marker,
+#: the mirror of the project's hooks, a look at each collected file's suffix and at each
+#: failure. Nothing runs per test, at the end of collection or at the end of the session.
+UNUSED_RUN_HOOKS = {
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_plugin_registered",
+    "pytest_collect_file",
+    "pytest_runtest_makereport",
+}
+
+
+def _hooks_of_a_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, test: str, *args: str
+) -> set[str]:
+    """The pytest hooks sessiontape implements in a run of ``test`` (after the tests)."""
+    pytester.makeconftest(_REPORT_HOOKS)
+    pytester.makepyfile(test_one=test)
+    out = pytester.path / "hooks.json"
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("HOOKS_OUT", str(out))
+    result = pytester.runpytest_subprocess(
+        "-p", "sessiontape.plugin", "-p", "no:cacheprovider", *args
+    )
+    result.assert_outcomes(passed=1)
+    return set(json.loads(out.read_text()))
+
+
+def test_a_run_that_uses_no_tape_has_none_of_the_plugins_other_hooks(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = _hooks_of_a_run(pytester, monkeypatch, "def test_one():\n    pass\n")
+    assert hooks == UNUSED_RUN_HOOKS
+    # No header line either: it is part of a run that uses sessiontape.
+    assert (
+        "sessiontape:" not in pytester.runpytest_subprocess("-p", "sessiontape.plugin").stdout.str()
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "added"),
+    [
+        (("--sessiontape-report", "r.json"), {"pytest_report_header", "pytest_sessionfinish"}),
+        (("-o", "sessiontape_record_mode=none"), {"pytest_report_header"}),
+    ],
+)
+def test_an_option_or_an_ini_setting_brings_the_plugin_in(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    added: set[str],
+) -> None:
+    hooks = _hooks_of_a_run(pytester, monkeypatch, "def test_one():\n    pass\n", *args)
+    assert added <= hooks - UNUSED_RUN_HOOKS
+
+
+def test_the_fixture_brings_its_call_hook_in_with_the_first_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing of it is registered before the first tape; the hook comes with it, in time
+    # for that test's own call phase (where a replay finishes: see test_tape_fixture).
+    test = "def test_one(tape):\n    assert tape.process_runner(None) is not None\n"
+    hooks = _hooks_of_a_run(pytester, monkeypatch, test)
+    assert {"pytest_runtest_call", "pytest_runtest_logreport"} <= hooks - UNUSED_RUN_HOOKS
+
+
 def test_the_chaos_options_load_the_engine_only_when_given(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -201,12 +317,15 @@ def test_the_chaos_options_load_the_engine_only_when_given(
     )
     assert "sessiontape.replayer" in modules
     help_text = pytester.runpytest_subprocess("-p", "sessiontape.plugin", "--help").stdout.str()
-    from sessiontape.plugin import _chaos
+    from sessiontape.plugin import _options
     from sessiontape.replayer import DEFAULT_DEPTH, DEFAULT_SAMPLES, DEFAULT_STALL_LIMIT
 
     # The help names the replayer's defaults without importing it.
-    assert (_chaos._HELP_DEPTH, _chaos._HELP_STALL_LIMIT) == (DEFAULT_DEPTH, DEFAULT_STALL_LIMIT)
-    assert _chaos._HELP_SAMPLES == DEFAULT_SAMPLES
+    assert (_options._HELP_DEPTH, _options._HELP_STALL_LIMIT) == (
+        DEFAULT_DEPTH,
+        DEFAULT_STALL_LIMIT,
+    )
+    assert _options._HELP_SAMPLES == DEFAULT_SAMPLES
     assert f"per schedule (default {DEFAULT_DEPTH})" in " ".join(help_text.split())
 
 

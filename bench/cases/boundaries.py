@@ -38,7 +38,7 @@ import sessiontape
 from sessiontape.cassette import load_for_replay
 
 from .app import STORE_NAME, BenchStore, StepResult
-from .common import per_call_each
+from .common import now_ns, per_call_each
 from .replay_call import DequeFloor
 from .texts import Text, lognormal_bytes
 
@@ -265,8 +265,11 @@ class _StoreFloor:
         return call
 
 
-def run(*, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
-    """Each boundary's replay per call against its floor; see the module docstring."""
+def run(
+    *, calls: int, batches: int, workdir: Path, clock: Callable[[], int] = now_ns
+) -> dict[str, Any]:
+    """Each boundary's replay per call against its floor; see the module docstring
+    (``clock``: see :func:`~cases.common.per_call_each`)."""
     repo = tempfile.mkdtemp(prefix="bench-boundaries-", dir=workdir)
     out: dict[str, Any] = {}
     for name, case in _cases(calls, repo).items():
@@ -277,6 +280,7 @@ def run(*, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
                 "floor": _batch(_fresh(case.floor), case.calls),
             },
             batches=batches,
+            clock=clock,
         )
         out[name]["calls_per_batch"] = len(case.calls)
     return out

@@ -31,6 +31,13 @@ def now_ns() -> int:
     return _TIMER[0]()
 
 
+#: CPU time of the calling thread, in ns (freezegun leaves it alone): a figure timed on
+#: one thread by what it ran, not by how long the shared machine made it wait.
+THREAD_CPU: Final = time.thread_time_ns
+#: CPU time of the whole process (every thread), in ns.
+PROCESS_CPU: Final = time.process_time_ns
+
+
 def median(values: Sequence[float]) -> float:
     """The median of ``values`` (0.0 for none)."""
     return float(statistics.median(values)) if values else 0.0
@@ -45,6 +52,7 @@ def per_call_each(
     *,
     batches: int,
     warmup: int = 2,
+    clock: Callable[[], int] = now_ns,
 ) -> dict[str, dict[str, float]]:
     """Median nanoseconds per call of each variant, the variants taking turns.
 
@@ -53,7 +61,9 @@ def per_call_each(
     function and a clean-up to call after the timing. Round by round, every variant runs
     one batch, so a busy spell of the shared machine weighs on all of them alike. Returns,
     per variant, the median, the best and the worst batch's per-call time, and the number
-    of calls timed.
+    of calls timed. ``clock`` reads the time in ns: the wall clock by default,
+    :data:`THREAD_CPU` for the CPU time of this thread (what ``--against`` reads, since a
+    batch descheduled on a shared machine does not count against it).
     """
 
     def prepare(make: Callable[[], Any]) -> tuple[Callable[[], int], Callable[[], Any] | None]:
@@ -71,9 +81,9 @@ def per_call_each(
     for _ in range(batches):
         for name, make in makers.items():
             run, cleanup = prepare(make)
-            start = now_ns()
+            start = clock()
             n = run()
-            elapsed = now_ns() - start
+            elapsed = clock() - start
             if cleanup is not None:
                 cleanup()
             samples[name].append(elapsed / max(n, 1))
@@ -89,9 +99,10 @@ def per_call_ns(
     *,
     batches: int,
     warmup: int = 2,
+    clock: Callable[[], int] = now_ns,
 ) -> dict[str, float]:
     """:func:`per_call_each` for one variant."""
-    return per_call_each({"": make_batch}, batches=batches, warmup=warmup)[""]
+    return per_call_each({"": make_batch}, batches=batches, warmup=warmup, clock=clock)[""]
 
 
 def peak_rss_bytes() -> int:

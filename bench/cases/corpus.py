@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from .common import in_subprocess, median, now_ns
 
-__all__ = ["child_fixed_cost", "run", "write_corpus"]
+__all__ = ["child_fixed_cost", "run", "session_items", "write_corpus"]
 
 #: Modules the fixed-cost child imports until it holds at least this many.
 MIN_MODULES: Final = 600
@@ -77,12 +77,20 @@ def test_trivial(n):
 
 #: Sums each item's setup + call + teardown time by kind (cassette item or plain test),
 #: and times the end of collection, where the plugin does the one-time replay set-up.
+#: ``cpu_cassette`` and ``cpu_test``: the CPU time of the whole run protocol of each item
+#: (setup, call, teardown and their reports), which a busy machine moves far less.
 _TIMING_PLUGIN: Final = """
 import json, os, time
 
 import pytest
 
-_items = {"cassette": {}, "test": {}, "collection_finish": {}}
+_items = {
+    "cassette": {}, "test": {}, "collection_finish": {}, "cpu_cassette": {}, "cpu_test": {}
+}
+
+
+def _kind(nodeid):
+    return "cassette" if ".jsonl::" in nodeid else "test"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -92,8 +100,15 @@ def pytest_collection_finish(session):
     _items["collection_finish"]["all"] = time.perf_counter() - start
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.thread_time()
+    yield
+    _items["cpu_" + _kind(item.nodeid)][item.nodeid] = time.thread_time() - start
+
+
 def pytest_runtest_logreport(report):
-    kind = "cassette" if ".jsonl::" in report.nodeid else "test"
+    kind = _kind(report.nodeid)
     _items[kind][report.nodeid] = _items[kind].get(report.nodeid, 0.0) + report.duration
 
 
@@ -216,12 +231,15 @@ def child_fixed_cost(path: str, calls: int) -> dict[str, Any]:
     return out
 
 
-def _session_items(root: Path, timing: Path, count: int) -> dict[str, list[float]]:
+def session_items(root: Path, timing: Path, count: int) -> dict[str, list[float]]:
     """One pytest session over the small corpus: each item's time, by kind."""
     _pytest(root, ".", timing=timing)
     items: dict[str, list[float]] = json.loads(timing.read_text())
     counts = {kind: len(durations) for kind, durations in items.items()}
-    if counts != {"cassette": count, "test": count, "collection_finish": 1}:
+    expected = {"collection_finish": 1} | dict.fromkeys(
+        ("cassette", "test", "cpu_cassette", "cpu_test"), count
+    )
+    if counts != expected:
         raise RuntimeError(f"the corpus session ran {counts}, not {count} of each")
     return items
 
@@ -241,7 +259,7 @@ def run(
     root = write_corpus(workdir / "corpus-small", corpus, corpus)
     one = root / "tapes" / "tape-0000.jsonl"
     fixed = in_subprocess("cases.corpus:child_fixed_cost", path=str(one), calls=fixed_calls)
-    sessions = [_session_items(root, workdir / "corpus-timing.json", corpus) for _ in range(rounds)]
+    sessions = [session_items(root, workdir / "corpus-timing.json", corpus) for _ in range(rounds)]
     big = write_gardener_corpus(workdir / "corpus-big", big_corpus, source)
     serial, parallel = [], []
     for _ in range(rounds):

@@ -42,7 +42,7 @@ from sessiontape import ProcessResult
 from .common import median, now_ns, per_call_each
 from .replay_call import requests_for
 
-__all__ = ["FakeRunner", "run"]
+__all__ = ["FakeRunner", "per_call", "run", "threaded"]
 
 
 class FakeRunner:
@@ -101,7 +101,11 @@ def _check_recorded(path: Path, calls: int, workers: int = 1) -> None:
         )
 
 
-def _per_call(level: str, calls: int, batches: int, workdir: Path) -> dict[str, Any]:
+def per_call(
+    level: str, calls: int, batches: int, workdir: Path, clock: Callable[[], int] = now_ns
+) -> dict[str, Any]:
+    """Recorded and inner calls per call at ``level``, batches taking turns (``clock``: see
+    :func:`~cases.common.per_call_each`)."""
     repo = tempfile.mkdtemp(prefix="bench-rec-", dir=workdir)
     requests = requests_for(calls, repo)
     results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
@@ -122,15 +126,20 @@ def _per_call(level: str, calls: int, batches: int, workdir: Path) -> dict[str, 
     def bare() -> Callable[[], int]:
         return functools.partial(_loop, FakeRunner(results).run, requests)
 
-    timed = per_call_each({"recorded": recorded, "inner": bare}, batches=batches)
+    timed = per_call_each({"recorded": recorded, "inner": bare}, batches=batches, clock=clock)
     return {**timed, "overhead_ns": timed["recorded"]["median_ns"] - timed["inner"]["median_ns"]}
 
 
 def _threads_once(
-    threads: int, requests: list[Any], results: list[ProcessResult], path: Path | None
+    threads: int,
+    requests: list[Any],
+    results: list[ProcessResult],
+    path: Path | None,
+    clock: Callable[[], int] = now_ns,
 ) -> int:
-    """Wall ns of ``threads`` threads making ``requests`` each through one runner: one
-    tape's recording runner (``path``) or the inner runner alone (``None``)."""
+    """ns (of ``clock``: wall by default) of ``threads`` threads making ``requests`` each
+    through one runner: one tape's recording runner (``path``) or the inner runner alone
+    (``None``)."""
     repo = requests[0][1]
     tape = sessiontape.record(path, roots={"repo": repo}) if path is not None else None
     inner = FakeRunner(results)
@@ -150,12 +159,12 @@ def _threads_once(
     for thread in pool:
         thread.start()
     barrier.wait()
-    start = now_ns()
+    start = clock()
     for thread in pool:
         thread.join()
     if tape is not None:
         tape.close()  # writes whatever is still pending: part of the cost
-    elapsed = now_ns() - start
+    elapsed = clock() - start
     if failures:
         raise failures[0]
     if path is not None:
@@ -164,17 +173,20 @@ def _threads_once(
     return elapsed
 
 
-def _threaded(threads: int, calls: int, rounds: int, workdir: Path) -> dict[str, Any]:
+def threaded(
+    threads: int, calls: int, rounds: int, workdir: Path, clock: Callable[[], int] = now_ns
+) -> dict[str, Any]:
     """``threads`` workers recording ``calls`` calls each at once, against the same threads
-    on the inner runner alone; rounds alternate, after one of each as warm-up."""
+    on the inner runner alone; rounds alternate, after one of each as warm-up (``clock``:
+    the wall clock, or :data:`~cases.common.PROCESS_CPU` for the CPU of every thread)."""
     repo = tempfile.mkdtemp(prefix="bench-threads-", dir=workdir)
     requests = requests_for(calls, repo)
     results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
     path = workdir / "rec-threads.jsonl"
     recorded, bare = [], []
     for round_ in range(rounds + 1):
-        timed = _threads_once(threads, requests, results, path)
-        untimed = _threads_once(threads, requests, results, None)
+        timed = _threads_once(threads, requests, results, path, clock)
+        untimed = _threads_once(threads, requests, results, None, clock)
         if round_:
             recorded.append(timed)
             bare.append(untimed)
@@ -330,9 +342,9 @@ def run(
     """Per-call overhead at levels full and standard, on one thread and in aggregate at
     ``threads`` threads, and the orchestrator's run."""
     return {
-        "full": _per_call("full", calls, batches, workdir),
-        "standard": _per_call("standard", calls, batches, workdir),
-        "threads": _threaded(threads, thread_calls, thread_rounds, workdir),
+        "full": per_call("full", calls, batches, workdir),
+        "standard": per_call("standard", calls, batches, workdir),
+        "threads": threaded(threads, thread_calls, thread_rounds, workdir),
         "orchestrator": _orchestrator(orchestrator_runs, workdir, instant=False),
         "orchestrator_instant": _orchestrator(orchestrator_runs, workdir, instant=True),
     }

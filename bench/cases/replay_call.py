@@ -48,7 +48,7 @@ from sessiontape.cassette import encode_entry
 
 from .common import gc_paused, now_ns, per_call_each, per_call_ns
 
-__all__ = ["COMMANDS", "DequeFloor", "run"]
+__all__ = ["COMMANDS", "DequeFloor", "deque_floor", "replaying", "run"]
 
 _T0: Final = 1_763_700_000_000_000_000
 _RECORDED_REPO: Final = "/srv/orchestrator/repo"
@@ -136,7 +136,7 @@ def requests_for(calls: int, repo: str | None) -> list[tuple[list[str], str | No
     return out
 
 
-def _sessiontape(
+def replaying(
     recording: sessiontape.Recording, requests: list[Any], repo: str, *, patch_time: bool
 ) -> Any:
     roots = {"repo": repo}
@@ -311,7 +311,7 @@ class DequeFloor:
     run = execute = request = take
 
 
-def _deque(requests: list[Any]) -> Any:
+def deque_floor(requests: list[Any]) -> Any:
     def batch() -> Any:
         # The recorded argv is a list of its own, as one decoded from a tape is.
         pairs = [(list(argv), ProcessResult(argv, 0, out, "")) for argv, _, out in requests]
@@ -434,20 +434,20 @@ def run(
     # The figure and its floor take turns, batch by batch.
     out |= per_call_each(
         {
-            "sessiontape": _sessiontape(rec_cwd, with_cwd, repo, patch_time=True),
-            "deque": _deque(with_cwd),
+            "sessiontape": replaying(rec_cwd, with_cwd, repo, patch_time=True),
+            "deque": deque_floor(with_cwd),
         },
         batches=batches,
     )
     out["sessiontape_patch_time_false"] = per_call_ns(
-        _sessiontape(rec_cwd, with_cwd, repo, patch_time=False), batches=batches
+        replaying(rec_cwd, with_cwd, repo, patch_time=False), batches=batches
     )
     out["sessiontape_no_paths"] = per_call_ns(
-        _sessiontape(rec_plain, no_cwd, repo, patch_time=True), batches=batches
+        replaying(rec_plain, no_cwd, repo, patch_time=True), batches=batches
     )
     with gc_paused():
         out["sessiontape_gc_paused"] = per_call_ns(
-            _sessiontape(rec_cwd, with_cwd, repo, patch_time=True), batches=batches
+            replaying(rec_cwd, with_cwd, repo, patch_time=True), batches=batches
         )
     out["patch_subprocess"] = per_call_ns(
         _patch_subprocess(rec_cwd, with_cwd, repo), batches=batches

@@ -28,7 +28,17 @@ from typing import Any, Final
 
 from .common import median
 
-__all__ = ["PLUGINS", "run"]
+__all__ = [
+    "PLUGINS",
+    "TEST",
+    "child_env",
+    "entry_points",
+    "import_cpu",
+    "importtimes",
+    "pytest_runs",
+    "record_none",
+    "run",
+]
 
 #: The plugins measured beside sessiontape's entry point, by distribution name.
 PLUGINS: Final = (
@@ -40,11 +50,14 @@ PLUGINS: Final = (
     "pytest-subprocess",
 )
 
-_TEST: Final = "def test_one():\n    assert 1 + 1 == 2\n"
-_SRC: Final = Path(__file__).resolve().parents[2] / "src"
+TEST: Final = "def test_one():\n    assert 1 + 1 == 2\n"
+#: The sessiontape measured: the tree ``--against`` names, else this checkout's.
+_SRC: Final = Path(
+    os.environ.get("SESSIONTAPE_BENCH_TREE") or Path(__file__).resolve().parents[2] / "src"
+)
 
 
-def _entry_points() -> dict[str, tuple[str, str]]:
+def entry_points() -> dict[str, tuple[str, str]]:
     """``{distribution: (entry point name, module)}`` of the installed ``pytest11`` plugins
     among :data:`PLUGINS`."""
     found: dict[str, tuple[str, str]] = {}
@@ -55,7 +68,7 @@ def _entry_points() -> dict[str, tuple[str, str]]:
     return found
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """The children's environment: the checkout's ``src/`` first, bytecode written and
     read (a user's interpreter caches it), no recording switched on."""
     env = {
@@ -103,7 +116,7 @@ def _ms_from(importtime: str, first: str, *, inclusive: bool) -> float:
     return sum(us for _, us in lines[start:]) / 1000
 
 
-def _importtimes(
+def importtimes(
     entries: dict[str, tuple[str, str]], rounds: int, cwd: Path, env: dict[str, str]
 ) -> dict[str, Any]:
     samples: dict[str, list[float]] = {dist: [] for dist in entries}
@@ -122,7 +135,36 @@ def _importtimes(
     }
 
 
-def _pytest_runs(
+_IMPORT_CPU: Final = (
+    "import time, pytest\n"
+    "start = time.thread_time_ns()\n"
+    "import {module}\n"
+    "print((time.thread_time_ns() - start) / 1e6)\n"
+)
+
+
+def import_cpu(
+    entries: dict[str, tuple[str, str]], rounds: int, cwd: Path, env: dict[str, str]
+) -> dict[str, float]:
+    """Each entry point's import after pytest's, in ms of the importing thread's CPU time
+    (what a busy machine moves least), best of ``rounds``, the entry points taking turns."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for dist, (_, module) in entries.items():
+            done = subprocess.run(
+                [sys.executable, "-c", _IMPORT_CPU.format(module=module)],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            ms = float(done.stdout.split()[-1])
+            best[dist] = min(ms, best.get(dist, ms))
+    return best
+
+
+def pytest_runs(
     entries: dict[str, tuple[str, str]], rounds: int, project: Path, env: dict[str, str]
 ) -> dict[str, Any]:
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -172,7 +214,7 @@ def _pytest_runs(
     }
 
 
-def _record_none(rounds: int, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
+def record_none(rounds: int, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     bare_argv = [sys.executable, "-c", "pass"]
     code = "import sessiontape; sessiontape.record(None)"
     argv = [sys.executable, "-c", code]
@@ -206,21 +248,21 @@ def run(*, rounds: int, workdir: Path) -> dict[str, Any]:
     """Measure start-up; ``rounds`` turns of every variant."""
     project = workdir / "startup-project"
     project.mkdir(parents=True, exist_ok=True)
-    (project / "test_one.py").write_text(_TEST, encoding="utf-8")
+    (project / "test_one.py").write_text(TEST, encoding="utf-8")
     (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    env = _env()
-    entries = _entry_points()
+    env = child_env()
+    entries = entry_points()
     if "sessiontape" not in entries:
         raise RuntimeError("sessiontape's pytest11 entry point is not installed (pip install -e .)")
     # Warm-up: every variant once, writing the bytecode caches the rounds then read.
-    _importtimes(entries, 1, project, env)
-    _pytest_runs(entries, 1, project, env)
-    _record_none(1, project, env)
+    importtimes(entries, 1, project, env)
+    pytest_runs(entries, 1, project, env)
+    record_none(1, project, env)
     return {
         "rounds": rounds,
         "plugins": sorted(entries),
         "missing": sorted(set(PLUGINS) - set(entries)),
-        "importtime": _importtimes(entries, rounds, project, env),
-        "pytest": _pytest_runs(entries, rounds, project, env),
-        "record_none": _record_none(rounds, project, env),
+        "importtime": importtimes(entries, rounds, project, env),
+        "pytest": pytest_runs(entries, rounds, project, env),
+        "record_none": record_none(rounds, project, env),
     }

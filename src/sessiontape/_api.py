@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping, Sequence
-    from typing import Any, Final
+    from typing import Any, Final, Literal
 
     from .cassette import Level, Recording
     from .recorder import IfExists
@@ -90,7 +90,7 @@ def replay(
     patch_time: bool = True,
     lookahead: int | None = None,
     order_timeout: float | None = None,
-    update: bool = False,
+    update: bool | Literal["pending"] = False,
     live: Sequence[str] = (),
     app_version: str | None = None,
     schedule: Schedule | None = None,
@@ -113,7 +113,10 @@ def replay(
     still answer (today's requests, today's store results, calls no longer made dropped);
     the report lists each change (``report.rewrites``). A call the tape cannot answer
     fails the replay and nothing is written. The cassette must be a file sessiontape may
-    replace (not a symlink, in a writable directory).
+    replace (not a symlink, in a writable directory). With ``update="pending"`` the tape
+    stays as it is: the changes go into ``NAME.pending`` beside it, each with an id and a
+    category, for ``sessiontape review`` (or ``accept``/``reject``) to decide, and the
+    replay fails, saying so (``report.pending_to``).
 
     ``live`` re-records a segment: the calls its selectors pick (``"process"``,
     ``"agent"``, ``"worker-2"``, ``"process@worker-2"``, ``"process:git"``) run for real
@@ -141,6 +144,11 @@ def replay(
     )
     from .tape import ReplayTape
 
+    if update not in (True, False, "pending"):
+        raise UsageError(
+            f"update={update!r}: pass True (rewrite the tape), 'pending' (write the "
+            "changes beside it for review) or False."
+        )
     if schedule is not None and (update or live):
         raise UsageError(
             "a chaos schedule replays the tape in an order production did not run and "

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
 
-from . import _hookspecs
-
 if TYPE_CHECKING:
     from .replayer import Matcher, Noise
 
@@ -69,6 +67,10 @@ def get_plugin_manager() -> pluggy.PluginManager:
     global _manager
     with _lock:
         if _manager is None:
+            # Imported with the manager: the pytest plugin's mirror imports this module in
+            # every run, and most runs never create it.
+            from . import _hookspecs
+
             pm = _PluginManager(PROJECT)
             pm.add_hookspecs(_hookspecs)
             pm.load_setuptools_entrypoints(PROJECT)
@@ -78,10 +80,18 @@ def get_plugin_manager() -> pluggy.PluginManager:
 
 def implements_hooks(plugin: Any) -> bool:
     """Whether ``plugin`` (a module or object) has anything named like a ``sessiontape_*``
-    hook. Cheap: it does not create the plugin manager (a module's names are read
-    unsorted, as pytest registers dozens of them on every run)."""
+    hook. Cheap: it does not create the plugin manager, and the names are searched at C
+    speed (pytest registers dozens of plugins on every run, each with dozens of names)."""
     names = vars(plugin) if isinstance(plugin, types.ModuleType) else dir(plugin)
-    return any(n.startswith("sessiontape_") for n in names)
+    try:
+        joined = "\0".join(names)
+    except TypeError:  # a name that is not a str (a module's dict may hold anything)
+        return any(isinstance(n, str) and n.startswith(_PREFIX) for n in names)
+    return joined.startswith(_PREFIX) or "\0" + _PREFIX in joined
+
+
+#: What every hook's name starts with.
+_PREFIX: Final = "sessiontape_"
 
 
 def register(plugin: Any, name: str | None = None) -> None:

@@ -188,6 +188,7 @@ def test_app_crash_shows_traceback_and_report(
     result.stdout.no_fnmatch_line("*/_pytest/*")
 
 
+@pytest.mark.writes_invalid_tapes
 def test_broken_cassette(corpus: Project, run: Run) -> None:
     path = corpus.path / "corpus/a.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()

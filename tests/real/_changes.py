@@ -1,13 +1,15 @@
-"""Three deliberate changes to the bundled gardener, applied in a test, never shipped.
+"""Four deliberate changes to the bundled gardener, applied in a test, never shipped.
 
 - ``fetch``: a new process call in each worker's path, ``git fetch`` before merging;
 - ``reword``: a changed agent request, the edit step's ``title`` reworded;
 - ``store``: an added store mutation, ``record_attempt(task, 0)`` before completing;
 - ``rename``: a renamed store mutation, ``mark_in_progress`` called ``start_work`` today.
 
-Each may be guarded by :func:`sessiontape.patched` (old tapes keep the old path) or not
-(the change every run makes). :func:`changed_gardener` installs the gardener subclass into
-``run_session`` for the rest of the test.
+Each of the first three may be guarded by :func:`sessiontape.patched` (old tapes keep the
+old path) or not (the change every run makes); a rename is never guarded (there is no old
+path to keep), so it is not in :data:`ALL`, the changes a tape's markers name.
+:func:`changed_gardener` installs the gardener subclass into ``run_session`` for the rest
+of the test.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ FETCH: Final = "fetch-before-merge"
 REWORD: Final = "reworded-edit-title"
 STORE: Final = "attempt-reset-on-complete"
 RENAME: Final = "mark-in-progress-renamed"
-ALL: Final = (FETCH, REWORD, STORE, RENAME)
+ALL: Final = (FETCH, REWORD, STORE)
 
 
 class _Rewording:

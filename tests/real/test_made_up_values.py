@@ -24,6 +24,8 @@ import pytest
 import sessiontape
 from sessiontape import MismatchKind, Noise
 
+from ._reverse import talk
+
 PY = sys.executable
 PATTERN = (r"id-[0-9a-f]{4}\b", "id-X")
 ECHO = {
@@ -309,23 +311,6 @@ def test_an_echoed_id_is_todays_with_no_noise(tmp_path: Path, way: str) -> None:
 
 
 # -- what the report suggests, and what is never correlated -----------------------------------
-
-REVERSE = "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1], flush=True)"
-
-
-def talk(words: list[str]) -> list[str]:
-    pipe = subprocess.PIPE
-    proc = subprocess.Popen([PY, "-c", REVERSE], stdin=pipe, stdout=pipe, text=True, bufsize=1)
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    answers = []
-    for word in words:
-        proc.stdin.write(word + "\n")
-        proc.stdin.flush()
-        answers.append(proc.stdout.readline())
-    proc.stdin.close()
-    proc.wait()
-    return answers
 
 
 def test_the_mask_the_report_suggests_for_a_chunk_works_when_pasted(tmp_path: Path) -> None:

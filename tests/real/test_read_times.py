@@ -75,8 +75,14 @@ def test_a_time_read_between_calls_replays_unmasked(tmp_path: Path, read: str) -
     assert today == recorded == ["ok\n", "written"] * 3
     assert report.ok, report.render()
     clock = [c for c in report.correlations if c.how == "clock"]
-    assert {c.boundary for c in clock} == {"process", "log"}
-    assert {c.path for c in clock} == {"argv[3]", "args[0].at"}
+    where = {(c.boundary, c.path) for c in clock}
+    if read == "milliseconds":
+        # A whole millisecond read may equal the virtual one (the end of the call served
+        # before it): that read needs no matching, and is not listed.
+        assert where <= {("process", "argv[3]"), ("log", "args[0].at")}
+        assert len(clock) >= 1
+    else:
+        assert where == {("process", "argv[3]"), ("log", "args[0].at")}
     assert all(c.served == [] for c in clock)  # matched, never put into an answer
 
 

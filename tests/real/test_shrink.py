@@ -158,6 +158,13 @@ def _check_shrunk(
     assert set(counts) == {"0"}
 
 
+# Known flaky, cause not found (issue 34): under load the shrunk tape sometimes keeps a
+# second task (bed-06 beside bed-07), a candidate without it judged not to fail the same
+# way. Fix the cause, then make this strict again.
+@pytest.mark.xfail(
+    strict=False,
+    reason="under load, shrink sometimes keeps a task the failure does not need; cause not found",
+)
 def test_a_gardener_tape_shrinks_to_the_failing_task(
     project: Project,
     in_project: Path,

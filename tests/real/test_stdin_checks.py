@@ -5,28 +5,12 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
-from subprocess import PIPE, Popen
 
 import sessiontape
 from sessiontape import MismatchKind
 
+from ._reverse import talk
 from .conftest import PY
-
-REVERSE = "import sys\nfor line in sys.stdin:\n    print(line.strip()[::-1], flush=True)"
-
-
-def talk(words: list[str]) -> list[str]:
-    proc = Popen([PY, "-c", REVERSE], stdin=PIPE, stdout=PIPE, text=True, bufsize=1)
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    answers = []
-    for word in words:
-        proc.stdin.write(word + "\n")
-        proc.stdin.flush()
-        answers.append(proc.stdout.readline())
-    proc.stdin.close()
-    proc.wait()
-    return answers
 
 
 def _sessiontape_threads() -> list[str]:

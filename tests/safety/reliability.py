@@ -169,6 +169,14 @@ def update_kills(points: int) -> dict[str, Any]:
         return _update_kills.kill_trials(Path(tmp), points)
 
 
+def accept_kills(points: int) -> dict[str, Any]:
+    warnings.simplefilter("ignore")
+    from safety import _accept_kills
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return _accept_kills.kill_trials(Path(tmp), points)
+
+
 def faults(write_moments: range, fs_moments: range) -> dict[str, Any]:
     from safety import _faults
 
@@ -329,6 +337,7 @@ def render(figures: dict[str, Any]) -> str:
         f"intact, resumable | {k['trials']} kill -9 trials ({k['torn']} left a torn last "
         f"line; {k['lines_min']}-{k['lines_max']} lines) | {len(k['failures'])} |",
         *_update_row(f),
+        *_accept_row(f),
         f"| a recording fault is one warning and a kept prefix, the application unharmed "
         f"| {fa['cases']} fault × moment cases | {len(fa['failures'])} |",
         f"| {st['threads']} threads write whole lines, gapless seqs, each thread in order "
@@ -419,6 +428,18 @@ def _update_row(f: dict[str, Any]) -> list[str]:
     ]
 
 
+def _accept_row(f: dict[str, Any]) -> list[str]:
+    a = f.get("accept_kills")
+    if a is None:  # figures of a run from before pending changes
+        return []
+    return [
+        f"| a killed accept leaves the old tape or the new one, whole; accepting again "
+        f"completes | {a['points']} kill -9 points over an accept's writing of "
+        f"{a['finish_ms']:.0f} ms ({a['old']} left the old tape, {a['new']} the new one) | "
+        f"{len(a['failures'])} |"
+    ]
+
+
 def write_into(doc: Path, block: str) -> None:
     text = doc.read_text(encoding="utf-8")
     start, end = text.index(BEGIN), text.index(END) + len(END)
@@ -428,7 +449,7 @@ def write_into(doc: Path, block: str) -> None:
 def failures_of(figures: dict[str, Any]) -> list[str]:
     fz = figures["fuzz"]
     found = [*fz["mutation_failures"], *fz["hypothesis_failures"]]
-    for part in ("kills", "update_kills", "faults", "stress"):
+    for part in ("kills", "update_kills", "accept_kills", "faults", "stress"):
         found += figures.get(part, {"failures": []})["failures"]
     if figures["secrets"]["leaks"]:
         found.append(f"{figures['secrets']['leaks']} secrets leaked")
@@ -459,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
             ("fuzz", lambda: fuzz(pool, 8_000 if quick else 104_000, 300 if quick else 4_000)),
             ("kills", lambda: kills(pool, 20 if quick else 200)),
             ("update_kills", lambda: update_kills(10 if quick else 60)),
+            ("accept_kills", lambda: accept_kills(10 if quick else 60)),
             ("faults", lambda: faults(range(14), range(6))),
             ("stress", lambda: stress(1 if quick else 5, 16, 200 if quick else 1_000)),
             ("secrets", lambda: secrets(pool, 1 if quick else 3)),

@@ -16,6 +16,7 @@ FIGURES = {
     },
     "kills": {"trials": 200, "torn": 7, "lines_min": 90, "lines_max": 900, "failures": []},
     "update_kills": {"points": 60, "old": 50, "new": 10, "finish_ms": 80.0, "failures": []},
+    "accept_kills": {"points": 60, "old": 40, "new": 20, "finish_ms": 90.0, "failures": []},
     "faults": {"cases": 61, "by_fault": {"full disk": 14}, "failures": []},
     "stress": {"rounds": 5, "threads": 16, "calls": 80_000, "failures": []},
     "secrets": {
@@ -37,6 +38,11 @@ def test_the_figures_go_between_the_markers(tmp_path: Path) -> None:
     assert after == head + block + tail
     assert "| 116,000 fuzzed tapes (104,000 mutations of real cassettes, 12,000 from " in block
     assert "2,460 (secret, place) pairs: 41 shapes × 20 places × 3 instances | 0 |" in block
+    assert (
+        "| a killed accept leaves the old tape or the new one, whole; accepting again "
+        "completes | 60 kill -9 points over an accept's writing of 90 ms (40 left the old "
+        "tape, 20 the new one) | 0 |"
+    ) in block
     assert (
         "| 60 kill -9 points over an update's finish of 80 ms (50 left the old tape, 10 the "
         "new one) | 0 |" in block

@@ -92,15 +92,19 @@ _CALL: Final = ProcessCall(seq=0, ts_ns=0, mono_ns=0, argv=[])
 _replace: Final = msgspec.structs.replace
 
 
-def _str_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` as a list of str (the list itself when it is one: the usual case)."""
+def _str_argv(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """``argv`` as a list of str (the list itself when it is one: the usual case), and
+    whether it is all ASCII (then it holds no bytes that are not UTF-8).
+
+    One join at C speed tells both, as it refuses anything but a str (bytes, a path).
+    """
     if type(argv) is list:
-        for arg in argv:
-            if type(arg) is not str:
-                break
-        else:
-            return argv
-    return [os.fsdecode(a) for a in argv]
+        try:
+            return argv, "".join(argv).isascii()
+        except TypeError:
+            pass
+    argv = [os.fsdecode(a) for a in argv]
+    return argv, "".join(argv).isascii()
 
 
 def record_process(
@@ -130,9 +134,13 @@ def record_process(
     """
     codec = rec.codec
     seq, ts_ns, mono_ns, worker, thread, parent = opened
-    argv = _str_argv(argv)
-    env = dict(env) if env is not None and rec.level is not Level.MINIMAL else None
-    if rec.level is not Level.MINIMAL and exact_bytes(argv, env)[2] is not None:
+    argv, ascii_argv = _str_argv(argv)
+    env = None if env is None or rec.level is Level.MINIMAL else dict(env)
+    if (
+        (env is not None or not ascii_argv)  # else all text: the common case, told now
+        and rec.level is not Level.MINIMAL
+        and exact_bytes(argv, env)[2] is not None
+    ):
         # Some value is not UTF-8 (a str with surrogate escapes, which JSON cannot hold):
         # kept readable and exact, both from the scrubbed value (a secret is redacted in
         # both forms before anything is written).

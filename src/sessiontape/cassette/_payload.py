@@ -96,8 +96,9 @@ def exact_form(value: str) -> tuple[str, str | None]:
 
 def argv_form(argv: list[str]) -> tuple[list[str], dict[int, str] | None]:
     """``argv`` as a cassette holds it, and the exact bytes of the arguments that are not
-    UTF-8 by index (``None`` when there are none: the common case costs one scan)."""
-    if all(is_text(arg) for arg in argv):
+    UTF-8 by index (``None`` when there are none). Every recorded call asks: an all-ASCII
+    argv, the common case, is told by one join and one scan at C speed."""
+    if "".join(argv).isascii() or all(is_text(arg) for arg in argv):
         return argv, None
     readable: list[str] = []
     exact: dict[int, str] = {}
@@ -114,7 +115,9 @@ def env_form(
 ) -> tuple[dict[str, str | None], dict[str, str] | None, dict[str, str] | None]:
     """``env`` as a cassette holds it, the exact bytes of the values that are not UTF-8,
     and those of the names that are not, both by the name as the first holds it."""
-    if all(is_text(k) and (v is None or is_text(v)) for k, v in env.items()):
+    if ("".join(env).isascii() and "".join(filter(None, env.values())).isascii()) or all(
+        is_text(k) and (v is None or is_text(v)) for k, v in env.items()
+    ):
         return env, None, None
     readable: dict[str, str | None] = {}
     values: dict[str, str] = {}

@@ -76,7 +76,7 @@ def _tape_bytes(lines: Iterable[bytes]) -> bytes:
     return b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def write_whole_file(path: Path, data: bytes) -> None:
     """Create ``path`` (which must not exist) holding ``data``, flushed to disk; removed
     again on any failure."""
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -121,7 +121,7 @@ def check_written(data: bytes, target: str | os.PathLike[str]) -> None:
     )
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not every platform can open a directory
         fd = os.open(directory, os.O_RDONLY)
         try:
@@ -139,7 +139,7 @@ def replace_cassette(path: str | os.PathLike[str], lines: Iterable[bytes]) -> Pa
     temp = target.with_name(f".{target.name}.rewrite.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)  # a leftover of a killed update of this very process id
-    _write_file(temp, data)
+    write_whole_file(temp, data)
     try:
         # Checked again just before the rename: the tape may have been swapped meanwhile.
         check_rewritable(target)
@@ -148,7 +148,7 @@ def replace_cassette(path: str | os.PathLike[str], lines: Iterable[bytes]) -> Pa
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _sync_directory(target.parent)
+    sync_directory(target.parent)
     return target
 
 
@@ -163,12 +163,12 @@ def write_new_cassette(path: str | os.PathLike[str], lines: Iterable[bytes]) -> 
     temp = target.with_name(f".{target.name}.rewrite.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
-    _write_file(temp, data)
+    write_whole_file(temp, data)
     try:
         os.rename(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _sync_directory(target.parent)
+    sync_directory(target.parent)
     return target

@@ -39,6 +39,7 @@ from ._viewdata import (
     entry_object,
     mismatch_data,
 )
+from ._viewpending import pending_data
 
 __all__ = ["MAX_LIMIT", "Catalog", "Loaded", "Query", "QueryError"]
 
@@ -137,6 +138,7 @@ class Loaded:
         self.recording = recording
         self.rows: Rows = build_rows(recording, marks(reports or ()))
         self.data: dict[str, Any] = cassette_data(name, recording, self.rows, reports, receipt)
+        self.data["pending"] = pending_data(recording.path)
         by_seq: dict[int, list[dict[str, Any]]] = {}
         for mismatch in mismatch_data(reports or ()):
             if mismatch["seq"] is not None:

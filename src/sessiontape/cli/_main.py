@@ -29,6 +29,7 @@ from . import (
     _push,
     _receipts,
     _report_html,
+    _review,
     _scrub,
     _serve,
     _show,
@@ -38,6 +39,7 @@ from . import (
     _validate,
 )
 from ._common import EXIT_CODES
+from ._decide import ACCEPT, PENDING, REJECT
 
 __all__ = ["build_parser", "main"]
 
@@ -76,6 +78,10 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "push": _push,
     "pull": _pull,
     "receipts": _receipts,
+    "review": _review,
+    "pending": PENDING,
+    "accept": ACCEPT,
+    "reject": REJECT,
 }
 
 _DEMO_MODULE: Final = f"{__package__}._demo"

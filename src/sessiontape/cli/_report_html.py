@@ -30,6 +30,7 @@ from ._common import CommandError, Progress, plural, read_recording, write_atomi
 from ._receipt import ReceiptReport, add_receipt_argument, marks, read_receipt
 from ._viewdata import Facts, build_rows, cassette_data, pack_all
 from ._viewer import page
+from ._viewpending import pending_data
 
 __all__ = ["LEVEL", "SUMMARY", "add_arguments", "run"]
 
@@ -205,6 +206,7 @@ def _feed(
     rows = build_rows(recording, marked, texts=texts, facts=facts)
     name = os.path.basename(recording.path)
     data = cassette_data(name, recording, rows, reports, receipt)
+    data["pending"] = pending_data(recording.path)
     columns = rows.columns()
     del columns["text"]  # in st-text
     writer.feed(msgspec.json.encode({"cassette": data, "columns": columns}))

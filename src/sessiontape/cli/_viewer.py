@@ -2,9 +2,9 @@
 
 The front-end is plain HTML, CSS and JavaScript shipped as package data in ``viewer/``:
 no framework and no build step. Its script is ``api.js``, ``rows.js``, ``lanes.js`` (the
-lane view's canvas) and ``viewer.js`` joined, in that order, inside one strict-mode
-function. ``serve`` sends the page as it
-is and the script asks the JSON API for data; ``report`` puts the data into the page
+lane view's canvas), ``pending.js`` (a tape's pending changes, read-only) and
+``viewer.js`` joined, in that order, inside one strict-mode function. ``serve`` sends the
+page as it is and the script asks the JSON API for data; ``report`` puts the data into the page
 itself (gzip, base64) and the script serves it to the same code through an in-page copy
 of the API.
 
@@ -31,7 +31,7 @@ __all__ = ["Blob", "csp", "embedded", "page"]
 Blob = tuple[str, Iterable[bytes]]
 
 _ASSETS: Final = "viewer"
-_SCRIPTS: Final = ("api.js", "rows.js", "lanes.js", "viewer.js")
+_SCRIPTS: Final = ("api.js", "rows.js", "lanes.js", "pending.js", "viewer.js")
 # Markers in index.html, each replaced once.
 _TITLE: Final = "{{title}}"
 _MODE: Final = "{{mode}}"

@@ -1,7 +1,8 @@
 """Chaos replay in pytest: each cassette as N schedules, and the session's summary line.
 
-Imported by every pytest run (the options live here): the replay engine, where the
-scheduler is, is imported only when a ``--sessiontape-chaos*`` option is given.
+The options are declared with the others (``_options``); this module is imported when a
+run uses sessiontape, and the replay engine, where the scheduler is, only when a
+``--sessiontape-chaos*`` option is given.
 
 ``pytest --replay X --sessiontape-chaos N`` collects ``x.jsonl`` as N items,
 ``x[chaos-S]`` ... ``x[chaos-S+N-1]`` (``S``: ``--sessiontape-chaos-seed``, default 0),
@@ -13,8 +14,6 @@ as user properties of the item's report, and the controller prints the summary.
 
 from __future__ import annotations
 
-import argparse
-import math
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator
+    from collections.abc import Generator
 
     from ..replayer import Schedule
     from ..report import ChaosResult
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CHAOS_PROPERTY",
     "ChaosSettings",
-    "add_chaos_options",
     "chaos_header",
     "chaos_settings",
     "configure_chaos",
@@ -41,134 +39,8 @@ __all__ = [
 #: The user property carrying an item's chaos result (JSON data) to the controller.
 CHAOS_PROPERTY: Final = "sessiontape_chaos"
 _KEY: Final = pytest.StashKey["ChaosSettings"]()
-#: The defaults ``pytest --help`` names, written out so that the help does not import the
-#: replay engine: the replayer's ``DEFAULT_DEPTH``, ``DEFAULT_STALL_LIMIT`` and
-#: ``DEFAULT_SAMPLES`` (a test checks that they agree). The options default to ``None``,
-#: resolved from the replayer.
-_HELP_DEPTH: Final = 3
-_HELP_STALL_LIMIT: Final = 10.0
-_HELP_SAMPLES: Final = 20
 
 
-def _at_least(minimum: int, what: str) -> Callable[[str], int]:
-    """An ``argparse`` type: an integer of at least ``minimum``, else a usage error saying
-    the value is not ``what``."""
-
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            number = minimum - 1
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"{value!r} is not {what}.")
-        return number
-
-    return parse
-
-
-_count = _at_least(1, "a number of schedules (1 or more)")
-_seed = _at_least(0, "a seed (an integer, 0 or more)")
-_depth = _at_least(1, "a PCT depth (1 or more)")
-
-
-def _strategy(value: str) -> str:
-    from ..replayer import Strategy  # argparse calls this only when the option is given
-
-    try:
-        return Strategy(value.strip().lower()).value
-    except ValueError:
-        choices = ", ".join(s.value for s in Strategy)
-        raise argparse.ArgumentTypeError(
-            f"unknown chaos strategy {value!r}; use one of {choices}."
-        ) from None
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0 or math.isinf(number):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds.")
-    return number
-
-
-def add_chaos_options(group: Any) -> None:
-    """The ``--sessiontape-chaos*`` options, in the plugin's option group."""
-    group.addoption(
-        "--sessiontape-chaos",
-        dest="sessiontape_chaos",
-        default=None,
-        type=_count,
-        metavar="N",
-        help="replay each cassette under N chaos schedules (items x[chaos-SEED]): the "
-        "workers' threads interleaved by a seeded scheduler, to find races production "
-        "did not hit.",
-    )
-    group.addoption(
-        "--sessiontape-chaos-seed",
-        dest="sessiontape_chaos_seed",
-        default=None,
-        type=_seed,
-        metavar="S",
-        help="the first chaos seed (default 0); alone, run the one schedule S.",
-    )
-    group.addoption(
-        "--sessiontape-chaos-strategy",
-        dest="sessiontape_chaos_strategy",
-        default=None,
-        type=_strategy,
-        metavar="{pct,random}",
-        help="how the scheduler picks the next thread: pct (default; probabilistic "
-        "concurrency testing) or random.",
-    )
-    group.addoption(
-        "--sessiontape-chaos-depth",
-        dest="sessiontape_chaos_depth",
-        default=None,
-        type=_depth,
-        metavar="D",
-        help=f"PCT's bug depth: D-1 priority change points per schedule (default {_HELP_DEPTH}).",
-    )
-    group.addoption(
-        "--sessiontape-chaos-save",
-        dest="sessiontape_chaos_save",
-        default=None,
-        metavar="DIR",
-        help="write each failing schedule to DIR as a cassette of its own, which replays "
-        "in plain mode and fails the same way.",
-    )
-    group.addoption(
-        "--sessiontape-chaos-explain",
-        dest="sessiontape_chaos_explain",
-        action="store_true",
-        default=False,
-        help="for each failing schedule, find the scheduling decision after which its "
-        "failure was certain (the point of no return) and name the two calls it ordered.",
-    )
-    group.addoption(
-        "--sessiontape-chaos-explain-samples",
-        dest="sessiontape_chaos_explain_samples",
-        default=None,
-        type=_count,
-        metavar="M",
-        help=f"schedules per estimate of --sessiontape-chaos-explain (default "
-        f"{_HELP_SAMPLES}; implies it).",
-    )
-    group.addoption(
-        "--sessiontape-chaos-stall-limit",
-        dest="sessiontape_chaos_stall_limit",
-        default=None,
-        type=_seconds,
-        metavar="SECONDS",
-        help="real seconds a worker may take to reach its next boundary call while others "
-        f"wait, before the schedule fails as a possible deadlock (default "
-        f"{_HELP_STALL_LIMIT:g}).",
-    )
-
-
-# A NamedTuple, not a frozen dataclass: a dataclass compiles its methods when the module
-# is imported, which every pytest run does.
 class ChaosSettings(NamedTuple):
     """The chaos options of one pytest run (``seeds`` empty: chaos is off, and the other
     fields are not read)."""

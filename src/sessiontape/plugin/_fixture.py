@@ -1,12 +1,12 @@
 """The ``tape`` fixture and the ``sessiontape`` marker: a test's cassette, recorded the
 first time and replayed afterwards.
 
-A replay is finished as soon as the test function returns, in the test's call phase
-(:func:`pytest_runtest_call`), so that a divergence fails the test itself, with the report
-as its message, rather than surfacing as an error in teardown.
-
-The two hooks run for every test of every run: for a test without a tape they read one
-stash key and return. The engines are imported by the fixture, when a test uses it.
+The entry point declares the fixture and imports this module when a test uses it
+(:func:`tape_fixture`). A replay is finished as soon as the test function returns, in the
+test's call phase (``_FixtureHooks.pytest_runtest_call``, registered by the first test
+that uses the fixture), so that a divergence fails the test itself, with the report as its
+message, rather than surfacing as an error in teardown. :func:`report_failure` is what the
+entry point's ``pytest_runtest_makereport`` calls for a failure that concerns a tape.
 """
 
 from __future__ import annotations
@@ -25,22 +25,20 @@ from .._api import record, replay
 from .._errors import CassetteError, SessiontapeError
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import (
+    ACTIVE_TAPE,
     MARKER,
     MARKER_KWARGS,
-    RecordMode,
     assert_never,
-    in_ci,
-    record_mode,
-    run_settings,
     shown_path,
 )
-from ._run import attach_report
+from ._run import attach_report, run_settings
+from ._settings import RecordMode, in_ci, record_mode
 
 if TYPE_CHECKING:
     from ..replayer import Noise
     from ..tape import Tape
 
-__all__ = ["pytest_runtest_call", "pytest_runtest_makereport", "tape"]
+__all__ = ["report_failure", "tape_fixture"]
 
 _UNSAFE_FILENAME: Final = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
 _MAX_STEM: Final = 120
@@ -59,21 +57,36 @@ class _Active:
         self.reported = False
 
 
-_ACTIVE: Final = pytest.StashKey[_Active]()
+class _FixtureHooks:
+    """The call phase of a test with a tape, registered by the first ``tape`` fixture of
+    a run (pytest reads the hooks at each call: the first test's call phase has it)."""
 
+    NAME: Final = "sessiontape-fixture"
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Finish the test's replay when the test function returns, and fail it on divergence.
+    @classmethod
+    def register(cls, config: pytest.Config) -> None:
+        if config.pluginmanager.get_plugin(cls.NAME) is None:
+            config.pluginmanager.register(cls(), cls.NAME)
 
-    pytest has no way for a fixture to fail the call phase from its teardown, so the
-    plugin finishes the tape here, right after the test function (an exception from the
-    test propagates untouched; the report then joins it as a section).
-    """
-    result = yield
-    active = item.stash.get(_ACTIVE, None)
-    if active is None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        """Finish the test's replay when the test function returns, and fail it on
+        divergence.
+
+        pytest has no way for a fixture to fail the call phase from its teardown, so the
+        plugin finishes the tape here, right after the test function (an exception from
+        the test propagates untouched; the report then joins it as a section).
+        """
+        result = yield
+        _finish_call(item)
         return result
+
+
+def _finish_call(item: pytest.Item) -> None:
+    """After the test function: finish a replay and fail the test when it diverged."""
+    active: _Active | None = item.stash.get(ACTIVE_TAPE, None)
+    if active is None:
+        return
     from ..report import ReplayMismatch
     from ..tape import ReplayTape
 
@@ -92,17 +105,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
                 rerecord=_record_command(item),
                 replay_command=_replay_command(item),
             )
-    return result
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+def report_failure(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     """Before pytest builds a failure's report: hide sessiontape's frames from it, and add
     the replay's report to a test that failed on its own."""
     excinfo = call.excinfo
     if excinfo is None or excinfo.errisinstance(pytest.skip.Exception):
         return
-    active = item.stash.get(_ACTIVE, None)
+    active: _Active | None = item.stash.get(ACTIVE_TAPE, None)
     if active is None:
         if excinfo.errisinstance(SessiontapeError):
             # A sessiontape error in a test that drives a tape by hand: the frame that
@@ -137,7 +148,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             item.add_report_section("call", "sessiontape", text)
 
 
-class _MarkerOptions(NamedTuple):  # not a dataclass: see plugin/_options.py
+class _MarkerOptions(NamedTuple):
     """The ``sessiontape`` marker's keyword arguments, checked."""
 
     cassette: str | None
@@ -231,19 +242,12 @@ def _replay_command(item: pytest.Item) -> str:
     return f"pytest {shlex.quote(item.nodeid)}"
 
 
-@pytest.fixture
-def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
-    """A :class:`sessiontape.Tape` for this test: replaying its cassette, or recording it.
-
-    The cassette is ``<cassette dir>/<module>/<test>.jsonl`` or the marker's ``cassette=``.
-    Record mode ``once`` (the default) replays an existing cassette and records a missing
-    one; under CI a missing cassette fails instead. Wire the code under test through the
-    tape; a replay that diverged fails the test, when its function returns, with the
-    report as the message.
-    """
+def tape_fixture(request: pytest.FixtureRequest) -> Iterator[Tape]:
+    """The ``tape`` fixture's body (see the fixture in the entry point)."""
     item = request.node
     assert isinstance(item, pytest.Item)
     settings = run_settings(item.config)
+    _FixtureHooks.register(item.config)
     options = _marker_options(item)
     if options.cassette is not None:
         path = settings.cassette_dir / options.cassette
@@ -293,7 +297,7 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
         # NAME.old.* file per --record-session run would litter the cassette dir.
         path.unlink(missing_ok=True)
         recorder = record(path, entrypoint=item.nodeid, roots=options.roots)
-        active = item.stash[_ACTIVE] = _Active(recorder)
+        active = item.stash[ACTIVE_TAPE] = _Active(recorder)
         with recorder:
             yield recorder
         if active.failed:
@@ -319,7 +323,7 @@ def tape(request: pytest.FixtureRequest) -> Iterator[Tape]:
         unreadable = None
     if unreadable is not None:  # failed out of the except block: no chained traceback
         pytest.fail(unreadable, pytrace=False)
-    active = item.stash[_ACTIVE] = _Active(player)
+    active = item.stash[ACTIVE_TAPE] = _Active(player)
     with player:
         yield player
     # The replay was finished in the call phase (pytest_runtest_call) or by leaving the

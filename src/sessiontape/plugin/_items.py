@@ -4,8 +4,10 @@ Each cassette becomes one :class:`CassetteItem`, replayed through the project's
 ``sessiontape_replay`` hook; a divergence fails the item with the rendered report, as
 a ``tape`` fixture test fails (see ``_failure``).
 
-``pytest_collect_file`` sees every file of every run: it looks at a ``.jsonl`` file's
-first line, and imports the cassette format and the replay engine only for a cassette.
+The entry point's ``pytest_collect_file`` sees every file of every run and hands this
+module only a ``.jsonl`` file or a path named on the command line (:func:`collect_cassette`
+reads its first line); the first cassette collected brings sessiontape into the run and
+registers :class:`_ItemHooks`, so a run without cassettes has none of these hooks.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from .._api import replay
 from .._errors import SessiontapeError
 from ._chaos import CHAOS_PROPERTY, ChaosSettings, chaos_settings, reproduce_command
 from ._failure import fail_replay, failure_text, hide_own_frames
-from ._options import fixture_nodeid, read_header, run_settings, shown_path
-from ._run import attach_report
+from ._options import fixture_nodeid, read_header, shown_path
+from ._run import attach_report, run_settings
 from ._sources import is_chosen, store_nodeid
 
 if TYPE_CHECKING:
@@ -38,13 +40,14 @@ __all__ = [
     "CassetteFile",
     "CassetteItem",
     "ChaosItem",
-    "pytest_collect_file",
-    "pytest_runtest_teardown",
+    "collect_cassette",
     "release_lingering_time",
 ]
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
+def collect_cassette(file_path: Path, parent: pytest.Collector) -> CassetteFile | None:
+    """``pytest_collect_file`` for a ``.jsonl`` file or a path named on the command line:
+    a :class:`CassetteFile` when it is a cassette to replay."""
     # A cassette named on the command line (or chosen by a shard or from a store) is
     # collected whatever its suffix, and even when a tape fixture recorded it (the item
     # then says which test replays it).
@@ -58,6 +61,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CassetteFi
     header = read_header(file_path)
     if fixture_nodeid(header) and not named:
         return None
+    _ItemHooks.register(parent.config)
     # A store's tape is named by its URL, not by where this machine's cache keeps it.
     nodeid = store_nodeid(parent.config, file_path)
     file: CassetteFile = CassetteFile.from_parent(parent, path=file_path, nodeid=nodeid)
@@ -113,25 +117,41 @@ def release_lingering_time(config: pytest.Config) -> None:
         stack.close()
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Before a run of cassette items: the process's one-time replay set-up (importing
-    freezegun, the first search of the loaded modules, the hook manager), so that it is
-    not counted against the first cassette (in ``--durations``, per-test timeouts)."""
-    if session.config.option.collectonly or not any(
-        isinstance(item, CassetteItem) for item in session.items
-    ):
-        return
-    from ..replayer import prepare
+class _ItemHooks:
+    """The run's hooks around cassette items, registered with the first cassette."""
 
-    _hooks.get_plugin_manager()
-    prepare()
+    NAME: Final = "sessiontape-items"
 
+    @classmethod
+    def register(cls, config: pytest.Config) -> None:
+        if config.pluginmanager.get_plugin(cls.NAME) is None:
+            run_settings(config)  # a cassette is a use: the run's settings, its plugin
+            config.pluginmanager.register(cls(), cls.NAME)
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Release the lingering time patch when the next item is not a cassette (or none):
-    between two cassette items only pytest runs, but a test may read the time itself."""
-    if not isinstance(nextitem, CassetteItem):
-        release_lingering_time(item.config)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Before a run of cassette items: the process's one-time replay set-up (what a
+        replay imports, freezegun, the first search of the loaded modules, the hook
+        manager), so that it is not counted against the first cassette (in
+        ``--durations``, per-test timeouts)."""
+        if session.config.option.collectonly or not any(
+            isinstance(item, CassetteItem) for item in session.items
+        ):
+            return
+        # Imported before the search below, which then covers them: a replay's modules.
+        from ..cassette import load_for_replay  # noqa: F401
+        from ..replayer import prepare
+        from ..report import ReplayMismatch  # noqa: F401
+        from ..tape import ReplayTape  # noqa: F401
+
+        _hooks.get_plugin_manager()
+        prepare()
+
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """Release the lingering time patch when the next item is not a cassette (or
+        none): between two cassette items only pytest runs, but a test may read the time
+        itself."""
+        if not isinstance(nextitem, CassetteItem):
+            release_lingering_time(item.config)
 
 
 class CassetteItem(pytest.Item):

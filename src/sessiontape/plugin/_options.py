@@ -1,76 +1,72 @@
 """The plugin's options: one group, ``--record-session``, ``--replay`` and
-``--sessiontape-*``, each value checked by argparse, with its ini twin; and the settings
-they resolve to.
+``--sessiontape-*``, each value checked by argparse, with its ini twin; and the few helpers
+every part of the plugin reads.
 
-Imported by every pytest run that has sessiontape installed: the cassette format and the
-replay engine are imported only when an option that needs them is given.
+The entry point imports this module, so every pytest run that has sessiontape installed
+does: it imports nothing of sessiontape beyond the package itself, and builds nothing but
+the options. What the options resolve to (``_settings``) is worked out only in a run that
+uses sessiontape (:func:`in_use`, and ``_run.activate``); the cassette format and the
+engines load only when an option or a tape needs them.
 """
 
 from __future__ import annotations
 
 import argparse
-import enum
+import math
 import os
-import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import pytest
-
-from .._errors import SessiontapeError
-from ._chaos import add_chaos_options
 
 if TYPE_CHECKING:
     from ..cassette import SessionStart
     from ..fleet import Shard
+    from ._settings import RecordMode
 
 __all__ = [
+    "ACTIVE_TAPE",
     "MARKER",
     "MARKER_KWARGS",
+    "MARKER_LINE",
     "REPORT_PROPERTY",
     "REWRITES_PROPERTY",
-    "SETTINGS",
     "USE_CASSETTE_DIR",
-    "RecordMode",
-    "Settings",
     "assert_never",
     "fixture_nodeid",
-    "in_ci",
+    "in_use",
     "pytest_addoption",
     "read_header",
-    "record_mode",
     "recorded_by_fixture",
-    "run_settings",
     "shown_path",
 ]
-
-
-class RecordMode(str, enum.Enum):
-    """What the ``tape`` fixture does with a test's cassette.
-
-    ``once``: replay it when it exists, record it when it does not. ``none``: replay only;
-    a missing cassette fails the test. ``all``: record every time. ``new``: record only
-    missing cassettes (for an existing one, the same as ``once``).
-    """
-
-    ONCE = "once"
-    NONE = "none"
-    ALL = "all"
-    NEW = "new"
-
 
 #: The value of ``--record-session`` given without DIR: "use the cassette dir setting".
 #: A string, so the option value stays a plain picklable ``str | None``.
 USE_CASSETTE_DIR: Final = ""
 MARKER: Final = "sessiontape"
 MARKER_KWARGS: Final = frozenset({"cassette", "mode", "strict", "noise", "roots"})
+#: The marker's line in ``pytest --markers`` (registered in every run: ``--strict-markers``).
+MARKER_LINE: Final = (
+    f"{MARKER}(cassette=None, mode=None, strict=None, noise=None, roots=None): "
+    "settings of the `tape` fixture for this test: cassette path (relative to the "
+    "cassette dir), record mode (once, none, all, new), strict replay, noise masks, "
+    "path roots."
+)
 REPORT_PROPERTY: Final = "sessiontape_report"
 #: The user property carrying what an update or a live re-record changed in a tape.
 REWRITES_PROPERTY: Final = "sessiontape_rewrites"
-#: A ``tape`` fixture records the test's node id as the entrypoint (``tests/x.py::test``);
-#: an application records its command line, which never starts like this.
-_NODEID_ENTRYPOINT: Final = re.compile(r"^[^\s:]+\.py::")
+#: The tape a test's ``tape`` fixture opened (``_fixture._Active``), on the item.
+ACTIVE_TAPE: Final = pytest.StashKey[Any]()
+#: The ini settings and their defaults: a value other than its default is a use.
+_INI_DEFAULTS: Final = {
+    "sessiontape_cassette_dir": "cassettes",
+    "sessiontape_record_mode": "once",
+    "sessiontape_strict": False,
+    "sessiontape_noise": [],
+}
 
 
 def assert_never(value: NoReturn) -> NoReturn:
@@ -82,15 +78,11 @@ def assert_never(value: NoReturn) -> NoReturn:
 # ("error: argument --replay: ..."), so a bad value stops the run before anything happens.
 
 
-def record_mode(value: str) -> RecordMode:
-    """``--sessiontape-mode`` (and the ini key): one of the :class:`RecordMode` values."""
-    try:
-        return RecordMode(value.strip().lower())
-    except ValueError:
-        choices = ", ".join(m.value for m in RecordMode)
-        raise argparse.ArgumentTypeError(
-            f"unknown record mode {value!r}; use one of {choices}."
-        ) from None
+def _record_mode(value: str) -> RecordMode:
+    """``--sessiontape-mode``: the record mode (given: sessiontape is in use)."""
+    from ._settings import record_mode
+
+    return record_mode(value)
 
 
 def _record_dir(value: str) -> str:
@@ -148,6 +140,8 @@ def _report_path(value: str) -> str:
 def _live_selector(value: str) -> str:
     """``--sessiontape-live SELECTOR``: a well-formed selector (checked against each tape
     when it is replayed)."""
+    import re
+
     for part in value.split(","):
         if not re.fullmatch(r"[\w.-]+(?::[^@\s,]+)?(?:@\S+)?", part.strip()):
             raise argparse.ArgumentTypeError(
@@ -156,6 +150,132 @@ def _live_selector(value: str) -> str:
                 "(process:git)."
             )
     return value
+
+
+#: The defaults ``pytest --help`` names, written out so that the help does not import the
+#: replay engine: the replayer's ``DEFAULT_DEPTH``, ``DEFAULT_STALL_LIMIT`` and
+#: ``DEFAULT_SAMPLES`` (a test checks that they agree). The options default to ``None``,
+#: resolved from the replayer.
+_HELP_DEPTH: Final = 3
+_HELP_STALL_LIMIT: Final = 10.0
+_HELP_SAMPLES: Final = 20
+
+
+def _at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An ``argparse`` type: an integer of at least ``minimum``, else a usage error saying
+    the value is not ``what``."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = minimum - 1
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {what}.")
+        return number
+
+    return parse
+
+
+_count = _at_least(1, "a number of schedules (1 or more)")
+_seed = _at_least(0, "a seed (an integer, 0 or more)")
+_depth = _at_least(1, "a PCT depth (1 or more)")
+
+
+def _strategy(value: str) -> str:
+    from ..replayer import Strategy  # argparse calls this only when the option is given
+
+    try:
+        return Strategy(value.strip().lower()).value
+    except ValueError:
+        choices = ", ".join(s.value for s in Strategy)
+        raise argparse.ArgumentTypeError(
+            f"unknown chaos strategy {value!r}; use one of {choices}."
+        ) from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or math.isinf(number):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds.")
+    return number
+
+
+def _add_chaos_options(group: Any) -> None:
+    """The ``--sessiontape-chaos*`` options, in the plugin's option group."""
+    group.addoption(
+        "--sessiontape-chaos",
+        dest="sessiontape_chaos",
+        default=None,
+        type=_count,
+        metavar="N",
+        help="replay each cassette under N chaos schedules (items x[chaos-SEED]): the "
+        "workers' threads interleaved by a seeded scheduler, to find races production "
+        "did not hit.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-seed",
+        dest="sessiontape_chaos_seed",
+        default=None,
+        type=_seed,
+        metavar="S",
+        help="the first chaos seed (default 0); alone, run the one schedule S.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-strategy",
+        dest="sessiontape_chaos_strategy",
+        default=None,
+        type=_strategy,
+        metavar="{pct,random}",
+        help="how the scheduler picks the next thread: pct (default; probabilistic "
+        "concurrency testing) or random.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-depth",
+        dest="sessiontape_chaos_depth",
+        default=None,
+        type=_depth,
+        metavar="D",
+        help=f"PCT's bug depth: D-1 priority change points per schedule (default {_HELP_DEPTH}).",
+    )
+    group.addoption(
+        "--sessiontape-chaos-save",
+        dest="sessiontape_chaos_save",
+        default=None,
+        metavar="DIR",
+        help="write each failing schedule to DIR as a cassette of its own, which replays "
+        "in plain mode and fails the same way.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-explain",
+        dest="sessiontape_chaos_explain",
+        action="store_true",
+        default=False,
+        help="for each failing schedule, find the scheduling decision after which its "
+        "failure was certain (the point of no return) and name the two calls it ordered.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-explain-samples",
+        dest="sessiontape_chaos_explain_samples",
+        default=None,
+        type=_count,
+        metavar="M",
+        help=f"schedules per estimate of --sessiontape-chaos-explain (default "
+        f"{_HELP_SAMPLES}; implies it).",
+    )
+    group.addoption(
+        "--sessiontape-chaos-stall-limit",
+        dest="sessiontape_chaos_stall_limit",
+        default=None,
+        type=_seconds,
+        metavar="SECONDS",
+        help="real seconds a worker may take to reach its next boundary call while others "
+        f"wait, before the schedule fails as a possible deadlock (default "
+        f"{_HELP_STALL_LIMIT:g}).",
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -187,7 +307,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sessiontape-mode",
         dest="sessiontape_mode",
         default=None,
-        type=record_mode,
+        type=_record_mode,
         metavar="{once,none,all,new}",
         help="record mode of the `tape` fixture: once (default: replay when the cassette "
         "exists, else record), none (replay only), all (always record), new (record "
@@ -247,11 +367,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sessiontape-update",
         dest="sessiontape_update",
-        action="store_true",
-        default=False,
+        action="store_const",
+        const=UPDATE_AUTO,
+        default=None,
         help="rewrite each replayed tape to match today's code where the tape can still "
         "answer (today's requests, today's store results, calls no longer made dropped), "
-        "and list every change; a call the tape cannot answer still fails the test.",
+        "and list every change; a call the tape cannot answer still fails the test. In CI "
+        "(CI set, stdin not a terminal) this means --sessiontape-update=pending.",
+    )
+    # Spelled out whole: argparse matches an option string exactly before it splits at
+    # '=', and a plain flag keeps `--sessiontape-update tests/` a flag and a path.
+    group.addoption(
+        f"--sessiontape-update={UPDATE_PENDING}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_PENDING,
+        help="leave each replayed tape as it is and write its changes beside it "
+        "(NAME.pending), each with an id, for `sessiontape review` (or `sessiontape "
+        "accept`/`reject`); the test fails, naming the command that reviews them.",
+    )
+    group.addoption(
+        f"--sessiontape-update={UPDATE_WRITE}",
+        dest="sessiontape_update",
+        action="store_const",
+        const=UPDATE_WRITE,
+        help="rewrite each replayed tape in place, in CI too.",
     )
     group.addoption(
         "--sessiontape-unused",
@@ -274,7 +414,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "written beside (x.rerecorded.jsonl), or over the old one with "
         "--sessiontape-update (repeatable, or comma-separated).",
     )
-    add_chaos_options(group)
+    _add_chaos_options(group)
     parser.addini(
         "sessiontape_cassette_dir",
         "directory of the `tape` fixture's cassettes, relative to the rootdir.",
@@ -283,7 +423,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "sessiontape_record_mode",
         "record mode of the `tape` fixture: once, none, all or new.",
-        default=RecordMode.ONCE.value,
+        default="once",
     )
     parser.addini("sessiontape_strict", "stop every replay at its first divergence.", type="bool")
     parser.addini(
@@ -293,119 +433,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# -- settings -------------------------------------------------------------------------
+def in_use(config: pytest.Config) -> bool:
+    """Whether the run asks for sessiontape by its options: a ``--record-session``,
+    ``--replay`` or ``--sessiontape-*`` option on the command line (or in ``addopts``), or
+    a ``sessiontape_*`` ini setting other than its default."""
+    for name, value in vars(config.option).items():
+        if name.startswith("sessiontape_") and not (
+            value is None or value is False or (type(value) is list and not value)
+        ):
+            return True
+    return any(config.getini(name) != default for name, default in _INI_DEFAULTS.items())
 
 
-# NamedTuples, not frozen dataclasses: a dataclass compiles its methods when the module is
-# imported, which every pytest run does (about 0.3 ms each).
-class Settings(NamedTuple):
-    """The resolved options of one pytest run (command line over ini over defaults)."""
-
-    mode: RecordMode
-    #: ``--record-session`` was given: every ``tape`` test records.
-    record_session: bool
-    cassette_dir: Path
-    strict: bool
-    noise: tuple[str, ...]
-    report: Path | None
-    replay: tuple[str, ...]
-    #: ``--sessiontape-shard``: this job's share of the ``--replay`` cassettes.
-    shard: Shard | None = None
-    #: ``--sessiontape-cache``: where tapes from a store URL are kept.
-    cache_dir: Path = Path(".sessiontape-cache")
-    #: ``--sessiontape-offline``: store URLs are replayed from the cache, never the network.
-    offline: bool = False
-    #: ``--sessiontape-durations``: receipts whose replay durations balance the shards.
-    durations: tuple[str, ...] = ()
-    #: ``--sessiontape-update``: replays rewrite their tapes to match today's code.
-    update: bool = False
-    #: ``--sessiontape-live``: the selectors of the calls re-recorded live.
-    live: tuple[str, ...] = ()
-    #: ``--sessiontape-unused``: list cassettes and calls no test uses.
-    unused: bool = False
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> Settings:
-        base = config.inipath.parent if config.inipath is not None else config.rootpath
-        invocation = config.invocation_params.dir
-        record_dir: str | None = config.getoption("sessiontape_record_session")
-        if record_dir:
-            cassette_dir = invocation / record_dir
-        else:
-            cassette_dir = base / str(config.getini("sessiontape_cassette_dir"))
-        mode: RecordMode | None = config.getoption("sessiontape_mode")
-        if mode is None:
-            ini_mode = str(config.getini("sessiontape_record_mode"))
-            try:
-                mode = record_mode(ini_mode)
-            except argparse.ArgumentTypeError as exc:
-                raise pytest.UsageError(f"sessiontape_record_mode: {exc}") from None
-        strict: bool | None = config.getoption("sessiontape_strict")
-        if strict is None:
-            strict = bool(config.getini("sessiontape_strict"))
-        noise = tuple(str(m) for m in config.getini("sessiontape_noise"))
-        if noise:
-            from ..replayer import Noise
-
-            try:
-                Noise(noise)
-            except SessiontapeError as exc:
-                raise pytest.UsageError(f"sessiontape_noise: {exc}") from None
-        report: str | None = config.getoption("sessiontape_report")
-        shard: Shard | None = config.getoption("sessiontape_shard")
-        replay = tuple(config.getoption("sessiontape_replay"))
-        if shard is not None and not replay:
-            raise pytest.UsageError(
-                "--sessiontape-shard splits the cassettes of --replay; name them: "
-                f"pytest --replay cassettes/ --sessiontape-shard {shard}"
-            )
-        cache: str | None = config.getoption("sessiontape_cache")
-        update = bool(config.getoption("sessiontape_update"))
-        live = tuple(
-            part.strip()
-            for value in config.getoption("sessiontape_live")
-            for part in value.split(",")
-            if part.strip()
-        )
-        chaos = config.getoption("sessiontape_chaos", None) is not None or (
-            config.getoption("sessiontape_chaos_seed", None) is not None
-        )
-        if chaos and (update or live):
-            # A schedule runs the tape in an order production did not: nothing it does
-            # is a fact about today's code to write back into the tape.
-            raise pytest.UsageError(
-                "--sessiontape-chaos replays tapes under other schedules and never rewrites "
-                "them: run --sessiontape-update or --sessiontape-live in a pytest run of "
-                "their own, without the chaos options."
-            )
-        return cls(
-            mode=mode,
-            record_session=record_dir is not None,
-            cassette_dir=cassette_dir.resolve(),
-            strict=strict,
-            noise=noise,
-            report=(invocation / report).resolve() if report else None,
-            replay=replay,
-            shard=shard,
-            cache_dir=(invocation / cache).resolve() if cache else base / ".sessiontape-cache",
-            offline=bool(config.getoption("sessiontape_offline")),
-            durations=tuple(str(invocation / d) for d in config.getoption("sessiontape_durations")),
-            update=update,
-            unused=bool(config.getoption("sessiontape_unused")),
-            live=live,
-        )
-
-
-SETTINGS: Final = pytest.StashKey[Settings]()
-
-
-def run_settings(config: pytest.Config) -> Settings:
-    return config.stash[SETTINGS]
-
-
-def in_ci() -> bool:
-    value = os.environ.get("CI", "").strip().lower()
-    return value not in ("", "false", "0")
+#: ``--sessiontape-update`` without a value: in place, or pending in CI (the values are
+#: read by ``_settings.update_mode``).
+UPDATE_AUTO: Final = "auto"
+UPDATE_PENDING: Final = "pending"
+UPDATE_WRITE: Final = "write"
 
 
 def shown_path(path: Path, config: pytest.Config) -> str:
@@ -426,9 +470,21 @@ def read_header(path: Path) -> SessionStart | None:
 def fixture_nodeid(header: SessionStart | None) -> str | None:
     """The test whose ``tape`` fixture recorded this cassette, if one did."""
     entrypoint = header.entrypoint if header is not None else None
-    if entrypoint and _NODEID_ENTRYPOINT.match(entrypoint):
+    if entrypoint and _is_nodeid(entrypoint):
         return entrypoint
     return None
+
+
+def _is_nodeid(entrypoint: str) -> bool:
+    """Whether ``entrypoint`` reads as a test's node id (``tests/x.py::test``): a path
+    without spaces or colons ending in ``.py``, then ``::``."""
+    path, sep, _ = entrypoint.partition("::")
+    return (
+        bool(sep)
+        and path.endswith(".py")
+        and len(path) > 3
+        and not any(c.isspace() or c == ":" for c in path)
+    )
 
 
 def recorded_by_fixture(path: Path) -> str | None:

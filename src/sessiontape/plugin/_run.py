@@ -1,8 +1,12 @@
-"""The run: the plugin configured for one pytest run, its header line, and the reports.
+"""A run that uses sessiontape: the plugin brought in, its header line, and the reports.
 
-The ``sessiontape_*`` hooks live in sessiontape's own plugin manager (pytest only registers
-``pytest_*`` implementations), so the run mirrors every conftest and plugin pytest
-registers into it, and writes ``--sessiontape-report`` at the end, merged across xdist.
+The entry point registers next to nothing (see ``__init__``); :func:`activate` brings in
+the rest, once per run: in ``pytest_configure`` when an option, an ini setting or a
+project hook asks for sessiontape, or else the first time a ``tape`` fixture or a collected
+cassette needs the run's settings. It resolves the settings and ``--replay``, and
+registers what the options ask for: the reports (``--sessiontape-report``, the update
+summary), the header line, chaos, ``--sessiontape-unused``, the folders' filter of a shard
+or a store.
 """
 
 from __future__ import annotations
@@ -12,39 +16,38 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import pluggy
 import pytest
 
-from .. import _hooks
 from .._errors import StoreWarning
 from ._chaos import chaos_header, configure_chaos
 from ._options import (
-    MARKER,
     REPORT_PROPERTY,
     REWRITES_PROPERTY,
-    SETTINGS,
-    Settings,
     read_header,
     recorded_by_fixture,
-    run_settings,
     shown_path,
 )
-from ._sources import RESOLVED, resolve_replay
+from ._settings import SETTINGS, Settings
+from ._sources import RESOLVED, configure_sources, resolve_replay
 
 if TYPE_CHECKING:
     from ..report import ReplayReport, Rewrite
 
-__all__ = ["attach_report", "pytest_configure", "pytest_report_header"]
+__all__ = ["activate", "attach_report", "run_settings"]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{MARKER}(cassette=None, mode=None, strict=None, noise=None, roots=None): "
-        "settings of the `tape` fixture for this test: cassette path (relative to the "
-        "cassette dir), record mode (once, none, all, new), strict replay, noise masks, "
-        "path roots.",
-    )
+def run_settings(config: pytest.Config) -> Settings:
+    """The run's settings; the first call of a run that did not ask for sessiontape by
+    an option (a ``tape`` fixture, a cassette collected) brings the plugin in now."""
+    settings = config.stash.get(SETTINGS, None)
+    return activate(config) if settings is None else settings
+
+
+def activate(config: pytest.Config) -> Settings:
+    """Bring sessiontape into this run (once); the run's settings."""
+    settings = config.stash.get(SETTINGS, None)
+    if settings is not None:
+        return settings
     settings = Settings.from_config(config)
     config.stash[SETTINGS] = settings
     if settings.replay:
@@ -59,58 +62,26 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args = [*config.args, *resolved.paths]
         else:
             config.args = list(resolved.paths)
+        configure_sources(config, resolved)
     configure_chaos(config)
     run = _RunPlugin(config, settings)
-    # A cleanup runs even when configuring fails later (a conftest with a bad hook
-    # signature): the outer run's hooks must come back whatever happens here.
     config.add_cleanup(run.teardown)
     config.pluginmanager.register(run, _RunPlugin.NAME)
     if settings.unused:
         from ._unused import UnusedPlugin  # loads the cassette format: only when asked
 
         config.pluginmanager.register(UnusedPlugin(config), UnusedPlugin.NAME)
-    run.configured = True
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    settings = run_settings(config)
-    mode = "all (--record-session)" if settings.record_session else settings.mode.value
-    cassettes = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/") + "/"
-    lines = [f"sessiontape: mode={mode}, cassettes={cassettes}, strict={settings.strict}"]
-    chaos = chaos_header(config)
-    if chaos is not None:
-        lines.append(chaos)
-    resolved = config.stash.get(RESOLVED, None)
-    if resolved is not None and resolved.header:
-        return lines + list(resolved.header)
-    for value in settings.replay:
-        path = Path(value)
-        if path.is_dir():
-            from ..cassette import is_cassette
-
-            count = sum(
-                1 for p in path.rglob("*.jsonl") if is_cassette(p) and not recorded_by_fixture(p)
-            )
-            lines.append(f"replay: {value} ({count} cassettes)")
-        else:
-            header = read_header(path)
-            run = header.run_id if header is not None else "?"
-            lines.append(f"replay: {value} (run {run})")
-    return lines
+    return settings
 
 
 class _RunPlugin:
-    """Per-run state: the ``sessiontape_*`` hooks mirrored from pytest, and the reports.
+    """Per-run state of a run that uses sessiontape: its header line, and the reports
+    and rewrites the replays hand over (from every xdist worker, on the controller).
 
-    Registered in ``pytest_configure`` and removed in ``pytest_unconfigure``, so nothing
-    outlives its run. Runs nest (pytester runs pytest inside a test), and the sessiontape
-    plugin manager is process-wide: an inner run takes the outer run's conftest hooks out
-    of it while it runs and puts them back when it ends.
+    Registered by :func:`activate`, removed when the run ends, so nothing outlives it.
     """
 
     NAME: Final = "sessiontape-run"
-    #: The runs configured in this process, innermost last.
-    _active: list[_RunPlugin] = []  # noqa: RUF012 - shared on purpose, see above
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
@@ -118,48 +89,36 @@ class _RunPlugin:
         self.reports: list[dict[str, Any]] = []
         #: What updates and live re-records changed, one dict per replayed tape.
         self.rewrites: list[dict[str, Any]] = []
-        self._mirrored: list[tuple[object, str | None]] = []
-        #: Set once registered: the plugins registered before are all replayed by then.
-        self.configured = False
-        if self._active:
-            self._active[-1]._suspend()
-        self._active.append(self)
+        #: The end-of-run line about tapes with pending changes (``None``: none).
+        self.pending_line: str | None = None
 
-    def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
-        # pytest calls this for every plugin and conftest, the earlier ones included (the
-        # hook is historic), so the project's `sessiontape_*` functions reach our manager.
-        # Most plugins have none: they do not create the manager (which loads the
-        # `sessiontape` entry points), so a run that never uses a tape does not pay for it.
-        if not _hooks.implements_hooks(plugin):
-            return
-        pm = _hooks.get_plugin_manager()
-        if pm.is_registered(plugin):
-            return
-        try:
-            _hooks.register(plugin, plugin_name)
-        except pluggy.PluginValidationError as exc:
-            # pluggy names the file and shows the bad definition; pytest shows a usage
-            # error, or a collection error (conftests found while collecting), as bare text.
-            message = f"sessiontape: {exc}"
-            if self.configured:
-                raise pytest.Collector.CollectError(message) from None
-            raise pytest.UsageError(message) from None
-        if pm.is_registered(plugin):
-            self._mirrored.append((plugin, plugin_name))
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        settings = self.settings
+        mode = "all (--record-session)" if settings.record_session else settings.mode.value
+        shown = shown_path(settings.cassette_dir, config).replace(os.sep, "/").rstrip("/")
+        lines = [f"sessiontape: mode={mode}, cassettes={shown}/, strict={settings.strict}"]
+        chaos = chaos_header(config)
+        if chaos is not None:
+            lines.append(chaos)
+        resolved = config.stash.get(RESOLVED, None)
+        if resolved is not None and resolved.header:
+            return lines + list(resolved.header)
+        for value in settings.replay:
+            path = Path(value)
+            if path.is_dir():
+                from ..cassette import is_cassette
 
-    def _suspend(self) -> None:
-        for plugin, _ in self._mirrored:
-            _hooks.unregister(plugin)
-
-    def _resume(self) -> None:
-        # pytest has no "plugin unregistered" hook: skip what left pytest meanwhile.
-        self._mirrored = [
-            (plugin, name)
-            for plugin, name in self._mirrored
-            if self.config.pluginmanager.is_registered(plugin)
-        ]
-        for plugin, name in self._mirrored:
-            _hooks.register(plugin, name)
+                count = sum(
+                    1
+                    for p in path.rglob("*.jsonl")
+                    if is_cassette(p) and not recorded_by_fixture(p)
+                )
+                lines.append(f"replay: {value} ({count} cassettes)")
+            else:
+                header = read_header(path)
+                run = header.run_id if header is not None else "?"
+                lines.append(f"replay: {value} (run {run})")
+        return lines
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Workers attach each replay's report to the item; on the xdist controller (or in
@@ -185,12 +144,22 @@ class _RunPlugin:
 
         done = sorted(self.rewrites, key=lambda r: str(r.get("tape", "")))
         written = [r for r in done if r.get("written")]
+        pending = [r for r in done if r.get("pending")]
         changes = sum(len(r["rewrites"]) for r in done)
         terminalreporter.section("sessiontape update")
+        unwritten = len(done) - len(written) - len(pending)
+        waiting = f"{len(pending)} with changes pending, " if pending else ""
         terminalreporter.write_line(
-            f"{len(written)} tape(s) rewritten, {len(done) - len(written)} not written; "
+            f"{len(written)} tape(s) rewritten, {waiting}{unwritten} not written; "
             f"{changes} change(s)"
         )
+        if pending:
+            # One line at the end of the run: how many tapes wait for a reviewer, and
+            # the command that reviews them (every pending file under this folder).
+            self.pending_line = (
+                f"sessiontape: {len(pending)} tape(s) with pending changes; review them: "
+                "sessiontape review"
+            )
         for r in done:
             tape = shown_path(Path(str(r["tape"])), self.config)
             rewrites = [
@@ -198,8 +167,12 @@ class _RunPlugin:
             ]
             target = r.get("written")
             shown = shown_path(Path(str(target)), self.config) if target else None
-            for line in render_rewrites(rewrites, shown):
+            proposed = r.get("pending")
+            beside = shown_path(Path(str(proposed)), self.config) if proposed else None
+            for line in render_rewrites(rewrites, shown, beside):
                 terminalreporter.write_line(line)
+        if self.pending_line is not None:
+            terminalreporter.write_line(self.pending_line, yellow=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         target = self.settings.report
@@ -216,15 +189,7 @@ class _RunPlugin:
         os.replace(temporary, target)
 
     def teardown(self) -> None:
-        """Take this run's hooks out and give the outer run its own back (idempotent)."""
-        if self not in self._active:
-            return
-        self._suspend()
-        self._mirrored.clear()
-        innermost = self._active[-1] is self
-        self._active.remove(self)
-        if innermost and self._active:
-            self._active[-1]._resume()
+        """Leave the run (idempotent)."""
         if self.config.pluginmanager.is_registered(self):
             self.config.pluginmanager.unregister(self)
 
@@ -260,6 +225,7 @@ def attach_report(
                     "nodeid": item.nodeid,
                     "tape": report.cassette,
                     "written": report.rewritten_to,
+                    "pending": report.pending_to,
                     "rewrites": [jsonable(r) for r in report.rewrites],
                 },
             )

@@ -31,17 +31,18 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import pytest
 
 from .._errors import SessiontapeError
-from ._options import Settings, read_header, recorded_by_fixture
+from ._options import read_header, recorded_by_fixture
 
 if TYPE_CHECKING:
     from ..fleet import LocalCache, RemoteTape, TapeStore
+    from ._settings import Settings
 
 __all__ = [
     "CACHE_GITIGNORE",
     "RESOLVED",
     "Resolved",
+    "configure_sources",
     "is_chosen",
-    "pytest_ignore_collect",
     "resolve_replay",
     "store_nodeid",
 ]
@@ -81,7 +82,7 @@ class Resolved(NamedTuple):
 
 
 #: What ``--replay`` resolved to in this run.
-RESOLVED: Final = pytest.StashKey[Resolved]()
+RESOLVED: Final[pytest.StashKey[Resolved]] = pytest.StashKey()
 
 
 def store_nodeid(config: pytest.Config, path: Path) -> str | None:
@@ -97,15 +98,27 @@ def is_chosen(config: pytest.Config, path: Path) -> bool:
     return resolved is not None and str(path) in resolved.chosen
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave out every file but the chosen tapes in the folders collected for them."""
-    resolved = config.stash.get(RESOLVED, None)
-    if resolved is None or not resolved.folders:
-        return None
-    path = str(collection_path)
-    if path in resolved.chosen or not path.startswith(resolved.folders):
-        return None
-    return None if collection_path.is_dir() else True
+def configure_sources(config: pytest.Config, resolved: Resolved) -> None:
+    """When the chosen tapes are collected through their folders, leave out every other
+    file there (registered only then: no other run pays for the look at each path)."""
+    if resolved.folders:
+        config.pluginmanager.register(_OnlyChosen(resolved), _OnlyChosen.NAME)
+
+
+class _OnlyChosen:
+    """Leaves out every file but the chosen tapes in the folders collected for them."""
+
+    NAME: Final = "sessiontape-only-chosen"
+
+    def __init__(self, resolved: Resolved) -> None:
+        self._resolved = resolved
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        resolved = self._resolved
+        path = str(collection_path)
+        if path in resolved.chosen or not path.startswith(resolved.folders):
+            return None
+        return None if collection_path.is_dir() else True
 
 
 def resolve_replay(settings: Settings) -> Resolved:

@@ -17,7 +17,8 @@ import pytest
 
 from ..cassette import is_cassette
 from ..report import MismatchKind, ReplayReport
-from ._options import fixture_nodeid, read_header, run_settings, shown_path
+from ._options import fixture_nodeid, read_header, shown_path
+from ._settings import SETTINGS
 
 __all__ = ["UNCONSUMED_PROPERTY", "UnusedPlugin", "unconsumed_property"]
 
@@ -65,7 +66,7 @@ class UnusedPlugin:
 
     def unowned(self) -> list[Path]:
         """The fixture cassettes under the cassette directory no collected test owns."""
-        root = run_settings(self.config).cassette_dir
+        root = self.config.stash[SETTINGS].cassette_dir  # set: the run registered this
         if not root.is_dir():
             return []
         found = []

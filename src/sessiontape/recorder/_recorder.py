@@ -214,7 +214,19 @@ class Recorder:
         """
         if not self._writer.active:
             return
-        self._writer.write(scrub_entry(entry, self.scrubber))
+        try:
+            scrubbed = scrub_entry(entry, self.scrubber)
+        except Exception as exc:  # a defect of ours, or of a user's scrubber: one warning
+            # Never written unscrubbed (it may hold a secret), and never the run's end.
+            self.warn_once(
+                f"scrub:{type(exc).__name__}",
+                f"an entry (seq {entry.seq}, {type(entry).__name__}) could not be scrubbed "
+                f"({type(exc).__name__}: {exc}), so it was not written: the tape has a gap "
+                "at that seq. If no scrubber of yours raised this, it is a bug in "
+                "sessiontape: please report it.",
+            )
+            return
+        self._writer.write(scrubbed)
 
     def note_patch(self, change_id: str) -> None:
         """Write a ``patched`` entry for ``change_id``, the first time the code asks for it."""

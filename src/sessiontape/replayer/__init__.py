@@ -15,6 +15,7 @@ from ._explain import DEFAULT_SAMPLES, DEFAULT_THRESHOLD, explain
 from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, Path, compare
+from ._pending import pending_tape
 from ._rebuild import (
     rebuild_error,
     register_type,
@@ -58,6 +59,7 @@ __all__ = [
     "explain",
     "lingering",
     "pct_bound",
+    "pending_tape",
     "prepare",
     "rebuild_error",
     "register_type",

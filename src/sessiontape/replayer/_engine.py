@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -105,7 +105,7 @@ class ReplayEngine(Serving):
         scrubbers: Sequence[Callable[[str], str]] = (),
         lookahead: int = DEFAULT_LOOKAHEAD,
         order_timeout: float = DEFAULT_ORDER_TIMEOUT,
-        update: bool = False,
+        update: bool | Literal["pending"] = False,
         live: Sequence[str] = (),
         app_version: str | None = None,
     ) -> None:
@@ -148,16 +148,17 @@ class ReplayEngine(Serving):
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode, or a
         #: live re-record): a verify call the tape lacks then runs and is added.
-        self.updating = update or bool(live)
+        self.updating = bool(update) or bool(live)
         #: The update or live re-record this replay makes (``None``: a plain replay).
         self.updater = (
             Updater(
                 recording,
                 self._outcome,
-                update=update,
+                update=bool(update),
                 live=self.live,
                 app_version=app_version,
                 clock=self.clock,
+                pending=update == "pending",
             )
             if update or live
             else None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -50,7 +50,15 @@ from ._match import Noise, compare, same_call
 from ._newtape import NewTape
 from ._select import Selectors
 
-__all__ = ["ADDABLE", "FIXABLE", "VERIFY_FIXABLE", "Added", "UpdatePlan", "live_answers"]
+__all__ = [
+    "ADDABLE",
+    "FIXABLE",
+    "VERIFY_FIXABLE",
+    "Added",
+    "UpdatePlan",
+    "kept_counts",
+    "live_answers",
+]
 
 #: The mismatch kinds an update can always answer.
 FIXABLE: Final = frozenset(
@@ -384,15 +392,28 @@ class UpdatePlan:
             counts=self._counts() if (self.dropped or self.inserted) else None,
         )
 
-    def _kept(self) -> Iterator[Entry]:
-        for entry in self.recording.entries:
-            if entry.seq not in self.dropped:
-                yield self.changed.get(entry.seq, entry)
-        for add in self.inserted:
-            yield add.entry
-
     def _counts(self) -> dict[str, int]:
-        return dict(Counter(str(type(e).__struct_config__.tag) for e in self._kept()))
+        return kept_counts(
+            self.recording, self.changed, self.dropped, [a.entry for a in self.inserted]
+        )
+
+
+def kept_counts(
+    recording: Recording,
+    changed: Mapping[int, Entry],
+    dropped: Collection[int],
+    inserted: Sequence[Entry],
+) -> dict[str, int]:
+    """The entries of each kind a new tape holds (its session end's ``counts``): the
+    recorded ones it keeps, as changed, and those inserted."""
+
+    def kept() -> Iterator[Entry]:
+        for entry in recording.entries:
+            if entry.seq not in dropped:
+                yield changed.get(entry.seq, entry)
+        yield from inserted
+
+    return dict(Counter(str(type(e).__struct_config__.tag) for e in kept()))
 
 
 def _what(data: dict[str, Any]) -> dict[str, Any]:

@@ -39,15 +39,20 @@ from ..cassette import (
     Rerecorded,
     SessionStart,
     Sidecar,
+    check_pending_target,
     check_rewritable,
+    pending_path,
+    remove_pending,
     replace_cassette,
     sidecar_dir,
     write_new_cassette,
+    write_pending,
 )
 from ..report import Mismatch, MismatchKind, ReplayReport
 from ._clock import FakeClock
 from ._match import Noise
 from ._outcome import Outcome
+from ._pending import propose
 from ._plan import ADDABLE, FIXABLE, VERIFY_FIXABLE, Added, UpdatePlan
 from ._select import Selectors
 
@@ -119,6 +124,7 @@ class Updater:
         live: Selectors | None = None,
         app_version: str | None = None,
         clock: FakeClock | None = None,
+        pending: bool = False,
     ) -> None:
         if recording.path == "<memory>":
             raise UsageError(
@@ -128,7 +134,11 @@ class Updater:
         path = Path(recording.path)
         if update:
             check_rewritable(path)  # refused before anything runs
+        if pending:
+            check_pending_target(pending_path(path))
         self.update = update
+        #: The changes go into a pending file beside the tape for a reviewer, not the tape.
+        self.pending = pending
         self.live = live
         self._app_version = app_version
         #: Where the new tape goes: over the old one, or beside it (``x.rerecorded.jsonl``).
@@ -248,16 +258,36 @@ class Updater:
         written: str | None = None
         if plan.changes:
             # A live re-record notes itself in the header, when it changed anything.
-            tape = plan.new_tape(self._header(*plan.counts))
+            header = self._header(*plan.counts)
             with open(self._recording.path, "rb") as file:
                 original = file.read()
+            if self.pending:
+                return self._propose(plan, header, original)
+            tape = plan.new_tape(header)
             if not self.update:
                 _copy_sidecar(Path(self._recording.path), self.target)
             write = replace_cassette if self.update else write_new_cassette
             written = str(write(self.target, tape.lines(original)))
+        elif self.pending:
+            # Today's code needs no change: changes proposed by an earlier run are moot.
+            remove_pending(pending_path(self.target))
         report = done.build_report(kept=[])
         # A call run live was answered too: a replay whose calls were all live passed.
         report.ok = report.consumed > 0 or bool(self._added)
         report.rewrites = plan.rewrites
         report.rewritten_to = written
+        return report
+
+    def _propose(
+        self, plan: UpdatePlan, header: SessionStart | None, original: bytes
+    ) -> ReplayReport:
+        """Write the changes beside the tape for a reviewer; the replay fails, pointing
+        at them (the tape stays as it is until they are accepted)."""
+        proposed = propose(plan, header, original, self.target)
+        where = write_pending(pending_path(self.target), proposed)
+        report = self._outcome.build_report(kept=[])
+        report.ok = False
+        report.rewrites = plan.rewrites
+        report.pending_to = str(where)
+        report.pending = [c.category for c in proposed.changes]
         return report

@@ -32,8 +32,8 @@ from ._model import (
     compute_ok,
     mask_path,
 )
-from ._report import ReplayMismatch, ReplayReport
-from ._rewrites import Change, ChangeCategory, Rewrite, render_rewrites
+from ._report import ReplayMismatch, ReplayReport, render_field_change
+from ._rewrites import Change, ChangeCategory, Rewrite, pending_line, render_rewrites
 from ._values import MISSING, MISSING_TEXT, jsonable, safe_repr, summarize_value
 
 __all__ = [
@@ -81,6 +81,8 @@ __all__ = [
     "mask_path",
     "nearest_candidate",
     "payload_size",
+    "pending_line",
+    "render_field_change",
     "render_rewrites",
     "safe_repr",
     "subcommand",

@@ -14,11 +14,12 @@ import msgspec
 
 from .._errors import SessiontapeError
 from ._advice import LIVE_KINDS, suggest_next_step
+from ._diff import diff_values
 from ._model import Correlation, Mismatch, MismatchKind, compute_ok
-from ._rewrites import Rewrite, render_rewrites
+from ._rewrites import Rewrite, pending_line, render_rewrites
 from ._values import json_enc_hook, jsonable, restore_missing, summarize_value
 
-__all__ = ["ReplayMismatch", "ReplayReport"]
+__all__ = ["ReplayMismatch", "ReplayReport", "render_field_change"]
 
 
 def format_duration(ns: int) -> str:
@@ -70,6 +71,25 @@ class _Style:
         return self._wrap("2", text)
 
 
+def render_field_change(field: str, old: Any, new: Any, *, color: bool) -> list[str]:
+    """One changed field as a reviewer sees it: the field diff of ``old`` against
+    ``new`` (nested values down to the fields that differ, their paths as in a mismatch),
+    each path with its old value (``-``, red) and its new one (``+``, green); a value only
+    one side has is shown whole."""
+    style = _Style(color)
+    if old is None or new is None:
+        sign, value, paint = ("-", old, style.actual) if new is None else ("+", new, style.expected)
+        label = f"{field}: " if field else ""
+        return [paint(f"  {sign} {label}{summarize_value(value, 100)}")]
+    diffs = diff_values(old, new, field)
+    lines: list[str] = []
+    for d in diffs:
+        path = d.path or "<value>"
+        lines.append(style.actual(f"  - {path}: {summarize_value(d.expected, 100)}"))
+        lines.append(style.expected(f"  + {path}: {summarize_value(d.actual, 100)}"))
+    return lines
+
+
 class ReplayReport(msgspec.Struct, kw_only=True):
     """The outcome of replaying one cassette, as data; :meth:`render` gives the text form.
 
@@ -100,6 +120,10 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     rewrites: list[Rewrite] = []
     #: Where the changed tape was written (``None``: nothing was written).
     rewritten_to: str | None = None
+    #: Where the changes were written for a reviewer instead (``--sessiontape-update=
+    #: pending``: ``NAME.pending``; ``None``: nowhere), and the category of each change.
+    pending_to: str | None = None
+    pending: list[str] = []
     #: The values today's run made up in place of recorded ones, carried into the
     #: answers that echo them, and the times read between calls matched within their gap.
     correlations: list[Correlation] = []
@@ -164,6 +188,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
 
     def _headline(self, style: _Style, first: Mismatch | None) -> str:
         where = f"replay of {self.cassette}"
+        if self.pending_to is not None and first is None:
+            return style.bad(pending_line(self.cassette, self.pending))
         if first is not None:
             at = f"at seq {first.seq}" if first.seq is not None else "at an unrecorded call"
             return style.bad(
@@ -283,7 +309,7 @@ class ReplayReport(msgspec.Struct, kw_only=True):
             lines.append(f"workers: {', '.join(self.workers)}")
         if self.saved_schedule:
             lines.append(f"saved schedule: {self.saved_schedule}")
-        lines.extend(render_rewrites(self.rewrites, self.rewritten_to))
+        lines.extend(render_rewrites(self.rewrites, self.rewritten_to, self.pending_to))
         if self.correlations:
             lines.append(
                 plural(len(self.correlations), "value", "values")

@@ -9,6 +9,7 @@ field, old value, new value), in the report's text and in its JSON receipt.
 from __future__ import annotations
 
 import enum
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ import msgspec
 
 from ._values import summarize_value
 
-__all__ = ["Change", "ChangeCategory", "Rewrite", "render_rewrites"]
+__all__ = ["Change", "ChangeCategory", "Rewrite", "pending_line", "render_rewrites"]
 
 
 class Change(str, enum.Enum):
@@ -96,8 +97,11 @@ _VERBS = {
 _FIELD_CHANGES = (Change.REQUEST, Change.RESULT, Change.OUTCOME, Change.ANSWER)
 
 
-def render_rewrites(rewrites: Sequence[Rewrite], written: str | None) -> list[str]:
-    """The text lines listing ``rewrites``: counts, then one line per change."""
+def render_rewrites(
+    rewrites: Sequence[Rewrite], written: str | None, pending: str | None = None
+) -> list[str]:
+    """The text lines listing ``rewrites``: counts, then one line per change
+    (``pending``: the pending file they were written to instead of the tape)."""
     if not rewrites:
         return []
     calls = Counter(r.change for r in rewrites if r.change in (Change.DROPPED, Change.ADDED))
@@ -106,7 +110,10 @@ def render_rewrites(rewrites: Sequence[Rewrite], written: str | None) -> list[st
         [f"{n} field(s) of {c.value}s rewritten" for c, n in sorted(fields.items())]
         + [f"{n} call(s) {c.value}" for c, n in sorted(calls.items())]
     )
-    where = f"wrote {written}" if written is not None else "nothing written"
+    if pending is not None:
+        where = f"pending in {pending}, the tape is unchanged"
+    else:
+        where = f"wrote {written}" if written is not None else "nothing written"
     lines = [f"tape updated: {counts}; {where}"]
     for r in rewrites:
         at = f"seq {r.seq}" if r.seq is not None else "new call"
@@ -120,3 +127,14 @@ def render_rewrites(rewrites: Sequence[Rewrite], written: str | None) -> list[st
             head += f": {summarize_value(r.new if r.new is not None else r.old, 80)}"
         lines.append(head)
     return lines
+
+
+def pending_line(tape: str, categories: Sequence[str]) -> str:
+    """The one line a replay that left its changes pending fails with: how many, of which
+    categories, and the command that reviews them."""
+    counts = Counter(categories)
+    kinds = ", ".join(f"{counts[c.value]} {c.value}" for c in ChangeCategory if counts[c.value])
+    return (
+        f"{tape}: {len(categories)} change(s) pending ({kinds}), the tape is unchanged; "
+        f"review them: sessiontape review {shlex.quote(tape)}"
+    )

@@ -307,17 +307,21 @@ class _Body:
 
     def secret_at(self, text: str, at: int) -> tuple[int, int] | None:
         """The span of this rule's secret in a match around ``text[at]``."""
-        if isinstance(self.guard, str):
-            self.guard = re.compile(self.guard, re.ASCII)
+        guard = self.guard
+        if isinstance(guard, str):
+            # The regex first: a thread that finds the guard compiled finds the regex too
+            # (two threads that both find it a text both compile it, to the same pattern).
             self.regex = re.compile(str(self.regex), re.ASCII)
-        assert isinstance(self.regex, re.Pattern)
-        if self.guard.match(text, at + 1) is None:
+            guard = self.guard = re.compile(guard, re.ASCII)
+        regex = self.regex
+        assert isinstance(regex, re.Pattern)
+        if guard.match(text, at + 1) is None:
             return None
         # The leftmost match starting at most ``before`` characters back and holding the
         # anchor (searched in a window, so that a text with none is not read to its end).
         pos = max(0, at - self.before)
         end = min(len(text), at + _WINDOW)
-        while (found := self.regex.search(text, pos, end)) is not None and found.start() <= at:
+        while (found := regex.search(text, pos, end)) is not None and found.start() <= at:
             if found.end() > at:
                 return self._judge(text, found)
             pos = found.start() + 1

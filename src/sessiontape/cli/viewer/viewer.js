@@ -236,6 +236,7 @@ function fillSummary(c) {
   const notes = $('notes');
   notes.textContent = '';
   for (const note of c.notes) notes.append(el('li', '', note));
+  fillPending(c);
   const box = $('mismatch-box');
   const list = $('mismatch-list');
   list.textContent = '';
@@ -461,6 +462,11 @@ function renderDetail(d) {
     if (m.nearest) box.append(el('p', 'next', `nearest recorded call: seq ${m.nearest.seq} (${m.nearest.worker}): ${m.nearest.summary}`));
     if (m.next_step) box.append(el('p', 'next', 'next: ' + m.next_step));
     if (m.nodeid) box.append(el('p', 'null', 'found by ' + m.nodeid));
+    body.append(box);
+  }
+  for (const change of pendingFor(r.seq)) {
+    const box = el('div', 'pending');
+    box.append(el('h4', '', 'pending change'), pendingChangeBox(change));
     body.append(box);
   }
   body.append(el('h4', '', 'recorded fields'));

@@ -1,0 +1,334 @@
+"""The zoo matrix: which programs, which capabilities, and what each cell is expected to do.
+
+A program joins the matrix with one :class:`ZooProgram` entry in :data:`PROGRAMS`; a
+capability with one function in a ``caps_*.py`` module, named in :data:`CAPABILITIES`.
+Every (program, capability) pair is a cell unless :data:`NOT_APPLICABLE` says why not.
+A cell that fails today because of a known defect is ``xfail(strict=True)`` with the
+defect named (:data:`KNOWN`): it fails the suite the moment the fix lands, and then the
+mark goes. :data:`FAST` is the slice the normal suite runs; ``nox -s zoo`` runs them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+HERE: Final = Path(__file__).resolve().parent
+
+#: The token every recording runs with (``ZOO_TOKEN``): GitHub's shape, so the scrubber
+#: knows it. No byte of it may reach a file sessiontape writes.
+TOKEN: Final = "ghp_" + "Zoo0Token1" * 3 + "Zoo0To"
+
+
+@dataclass(frozen=True)
+class ZooProgram:
+    """One program of the zoo, as the matrix drives it.
+
+    ``module`` is the program's file (``tests/zoo/<module>.py``), which holds ``run(tape,
+    workdir, variant, **options)``, ``main(argv)`` and ``ENTRYPOINT``; ``argv`` the
+    options its ``main`` takes beyond ``--workdir`` (recorded in the tape's ``config``);
+    ``race`` the words of the invariant that its planted race violates, if it has one;
+    ``kinds`` the entry kinds every recording of it holds; ``world`` whether it needs the
+    fake programs of its ``install_world``; ``env`` the environment it runs with (when
+    recording and when replaying), beside ``ZOO_TOKEN``.
+    """
+
+    name: str
+    module: str
+    kinds: frozenset[str]
+    argv: tuple[str, ...] = ()
+    race: str | None = None
+    world: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the program finds in its environment, recording and replaying alike."""
+        return {"ZOO_TOKEN": TOKEN, **self.env}
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.module}.py"
+
+
+PROGRAMS: Final = (
+    ZooProgram(
+        "threads",
+        "zoo_threads",
+        frozenset({"process", "agent_turn", "store_mutation", "store_snapshot"}),
+        race="claimed twice",
+    ),
+    ZooProgram(
+        "asyncio",
+        "zoo_asyncio",
+        frozenset({"process", "agent_turn", "store_mutation", "store_snapshot"}),
+        race="completed jobs timed out",
+    ),
+    ZooProgram(
+        "pool",
+        "zoo_pool",
+        frozenset({"process", "call", "store_mutation", "store_snapshot"}),
+        race="lost update",
+    ),
+    ZooProgram("cli", "zoo_cli", frozenset({"process"}), world=True, env={"TRIAGE_TOKEN": TOKEN}),
+    # The same tool with no TRIAGE_TOKEN: it reads the token from `gh auth token`'s output.
+    ZooProgram("cli-gh", "zoo_cli", frozenset({"process"}), world=True),
+    ZooProgram(
+        "stream",
+        "zoo_stream",
+        frozenset({"process", "store_mutation", "store_snapshot"}),
+        world=True,
+    ),
+    ZooProgram(
+        "stream-urandom",
+        "zoo_stream",
+        frozenset({"process", "store_mutation", "store_snapshot"}),
+        argv=("--ids", "urandom"),
+        world=True,
+        options={"ids": "urandom"},
+    ),
+)
+
+#: Every capability, in the order the matrix lists them (the functions live in caps_*.py).
+CAPABILITIES: Final = (
+    "record_env",
+    "record_flag",
+    "record_api",
+    "record_in_workdir",
+    "replay_pytest",
+    "replay_fixture",
+    "xdist",
+    "off_concurrent",
+    "patched",
+    "update_api",
+    "update_pytest",
+    "live",
+    "review_api",
+    "review_live",
+    "shrink",
+    "chaos_race",
+    "chaos_save",
+    "chaos_clean",
+    "corpus_minimize",
+    "corpus_failing",
+    "report",
+    "report_chaos",
+    "serve",
+    "export",
+    "token",
+)
+
+_RACY: Final = frozenset(p.name for p in PROGRAMS if p.race)
+_NO_RACE: Final = "the program has no planted race (one thread)"
+#: Cells that do not exist, and why.
+NOT_APPLICABLE: Final[dict[tuple[str, str], str]] = {
+    **{
+        (p.name, c): _NO_RACE
+        for p in PROGRAMS
+        if p.name not in _RACY
+        for c in ("chaos_race", "chaos_save", "report_chaos")
+    },
+}
+# Two entries differ from another only in one value the program makes up or reads: they
+# run the cells where that value meets a replay, and nothing else twice.
+_TWINS: Final = {
+    "stream-urandom": ("stream", "the request ids"),
+    "cli-gh": ("cli", "where the token comes from"),
+}
+_TWIN_CELLS: Final = frozenset(
+    {"record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "live", "token"}
+)
+for _twin, (_of, _differs) in _TWINS.items():
+    for _capability in CAPABILITIES:
+        if _capability not in _TWIN_CELLS and (_twin, _capability) not in NOT_APPLICABLE:
+            NOT_APPLICABLE[(_twin, _capability)] = (
+                f"the {_of!r} cell covers it: {_differs} do not matter there"
+            )
+
+#: The slice the normal suite runs (about two minutes on two cores), per program: a
+#: recording switched on from outside and replayed elsewhere, the pytest replay with nothing
+#: on the PATH and no process started, and the secrets check; where one of those fails today
+#: (see below), a cell that passes instead.
+FAST: Final = frozenset(
+    {
+        ("threads", "record_env"),
+        ("threads", "replay_pytest"),
+        ("threads", "token"),
+        ("asyncio", "off_concurrent"),
+        ("asyncio", "export"),
+        ("pool", "record_env"),
+        ("pool", "token"),
+        ("cli", "record_env"),
+        ("cli", "replay_pytest"),
+        ("cli", "export"),
+        ("stream", "record_env"),
+        ("stream", "replay_pytest"),
+        ("stream", "token"),
+    }
+)
+
+# -- cells that fail today -----------------------------------------------------------------
+
+_D1: Final = (
+    "issue 29 defect 1: recording off, threads that touch sessiontape together on first use "
+    "die (AttributeError/ImportError: a partially initialized module)"
+)
+_D3: Final = (
+    "issue 29 defects 3 and 4: live re-record writes wrong times (live calls start at the "
+    "session's start and last seconds longer than it), and a rerun with no change rewrites "
+    "the tape"
+)
+_D8: Final = (
+    "issue 29 defect 8: a saved chaos schedule does not fail in plain replay with the "
+    "failure chaos found, first"
+)
+_D10: Final = "issue 29 defect 10: the report page of a failing chaos schedule omits the failure"
+_D11: Final = (
+    "issue 29 defect 11: corpus --minimize lets a failing tape stand in for the passing ones "
+    "(keeps only it, moves the passing tapes out)"
+)
+_D12: Final = (
+    "issue 29 defect 12: the tape fixture's RecordTape has no set_roots, so the wiring a "
+    "test runs in replay cannot run while recording"
+)
+_I30: Final = (
+    "issue 30: a program that makes up its request ids (os.urandom) never sees its control "
+    "request answered on replay (argument_mismatch on stdin chunk 0, then end of output)"
+)
+_B: Final = (
+    "zoo defect B (test_found.py::test_asyncio_tasks_sharing_a_store_replay): asyncio tasks "
+    "calling a tape.store replay with order_mismatch, the order wait blocking the event "
+    "loop; flaky, as it depends on which replayed process the loop sees end first"
+)
+_C: Final = (
+    "zoo defect C (test_found.py::test_a_secret_read_from_an_output_and_sent_again_replays): "
+    "the token read from `gh auth token` replays as '[REDACTED:github]', so today's header "
+    "is not the recorded '[REDACTED:authorization]'"
+)
+_D: Final = (
+    "zoo defect D (test_found.py::test_a_tape_recorded_from_its_work_directory_replays_from_"
+    "another): recorded from its work directory, a path is written '{repo}', and '{work}' "
+    "when replayed from another cwd"
+)
+_E_POOL: Final = (
+    "zoo defect E: chaos does not schedule ThreadPoolExecutor tasks (README, Limits): the "
+    "planted lost update is found only when real timing happens to hit it, so a seed's "
+    "verdict does not reproduce (flaky)"
+)
+_E_ASYNCIO: Final = (
+    "zoo defect E: chaos does not schedule asyncio tasks (README, Limits): the planted "
+    "timeout racing a completion is found only when real timing happens to hit it, so a "
+    "seed's verdict does not reproduce (flaky)"
+)
+_F: Final = (
+    "zoo defect F (test_found.py::test_update_rewrites_what_a_program_writes_to_stdin): "
+    "update does not rewrite what the program writes to stdin under patch_subprocess"
+)
+_H: Final = (
+    "zoo defect H (test_found.py::test_stdin_kept_in_the_sidecar_replays): stdin kept in "
+    "the sidecar (under 64 KiB) never matches on replay"
+)
+_I: Final = (
+    "zoo defect I (test_found.py::test_live_asyncio_process_with_a_timeout) and issue 29 "
+    "defect 3: live, asyncio.wait_for around a live process times out at once"
+)
+
+#: Cells that fail today, every time, for a known reason (``xfail(strict=True)``).
+KNOWN: Final[dict[tuple[str, str], str]] = {
+    **{(p, "replay_fixture"): _D12 for p in ("threads", "asyncio", "pool", "cli", "stream")},
+    **{(p, "off_concurrent"): _D1 for p in ("threads", "pool", "cli", "stream")},
+    **{(p.name, "live"): _D3 for p in PROGRAMS if p.name != "asyncio"},
+    ("asyncio", "live"): _I,
+    **{(p, "corpus_failing"): _D11 for p in ("threads", "asyncio", "pool", "cli", "stream")},
+    ("threads", "record_in_workdir"): _D,
+    ("pool", "record_in_workdir"): _D,
+    ("threads", "chaos_save"): _D8,
+    ("threads", "report_chaos"): _D10,
+    ("asyncio", "review_live"): _I,
+    ("cli", "review_api"): _F,
+    ("stream", "review_api"): _F,
+    ("cli", "update_api"): _F,
+    ("cli", "update_pytest"): _F,
+    ("cli", "token"): _H,
+    ("stream", "update_api"): _F,
+    ("stream", "update_pytest"): _F,
+    **{
+        ("cli-gh", c): _C
+        for c in ("record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "token")
+    },
+    **{
+        ("stream-urandom", c): _I30
+        for c in ("record_api", "replay_pytest", "xdist", "update_api", "update_pytest", "token")
+    },
+}
+
+#: Cells that fail today some of the time, for a known reason (``xfail(strict=False)``):
+#: they run, and their verdict does not gate the suite until the defect is fixed.
+FLAKY: Final[dict[tuple[str, str], str]] = {
+    **{
+        ("asyncio", c): _B
+        for c in (
+            "record_env",
+            "record_flag",
+            "record_api",
+            "record_in_workdir",
+            "replay_pytest",
+            "xdist",
+            "patched",
+            "update_api",
+            "update_pytest",
+            "review_api",
+            "shrink",
+            "corpus_minimize",
+            "token",
+        )
+    },
+    **{("asyncio", c): _E_ASYNCIO for c in ("chaos_race", "chaos_save", "report_chaos")},
+    **{("pool", c): _E_POOL for c in ("chaos_race", "chaos_save", "report_chaos")},
+    ("pool", "replay_pytest"): (
+        "replayed through pytest on a loaded machine, the pool program's tape failed once "
+        "in three runs of the fast slice (its replay hook's `assert False`); cause not "
+        "found yet"
+    ),
+}
+
+
+def cells() -> list[object]:
+    """Every applicable cell as a ``pytest.param`` (marked ``zoo``; ``zoo_fast`` for the
+    slice; ``xfail(strict=True)`` where :data:`KNOWN` names a defect)."""
+    params: list[object] = []
+    for program in PROGRAMS:
+        for capability in CAPABILITIES:
+            key = (program.name, capability)
+            if key in NOT_APPLICABLE:
+                continue
+            marks: list[pytest.MarkDecorator] = [pytest.mark.zoo]
+            if key in FAST:
+                marks.append(pytest.mark.zoo_fast)
+            if key in KNOWN:
+                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[key]))
+            elif key in FLAKY:
+                marks.append(pytest.mark.xfail(strict=False, reason=FLAKY[key]))
+            params.append(
+                pytest.param(program, capability, marks=marks, id=f"{program.name}-{capability}")
+            )
+    return params
+
+
+def counts() -> dict[str, int]:
+    """The matrix's size: programs, capabilities, cells, cells not applicable, cells that
+    fail today (every time, some of the time), cells of the fast slice."""
+    total = len(PROGRAMS) * len(CAPABILITIES)
+    return {
+        "programs": len(PROGRAMS),
+        "capabilities": len(CAPABILITIES),
+        "cells": total - len(NOT_APPLICABLE),
+        "not_applicable": len(NOT_APPLICABLE),
+        "xfail": len(KNOWN),
+        "flaky": len(FLAKY),
+        "fast": len(FAST),
+    }
