@@ -46,7 +46,7 @@ ONLY_A = 1
 ONLY_B = 2
 #: The seq (in both tapes) of w2's merge, where the runs part, and when it started.
 PARTING_SEQ = 6
-PARTING_NS = 50 * MS
+PARTING_NS = 60 * MS
 
 
 def write_run(path: Path, side: str) -> Path:
@@ -63,6 +63,7 @@ def write_run(path: Path, side: str) -> Path:
                            returncode=0, stdout=out, stderr="", duration_ns=4 * MS)  # fmt: skip
         entries.append(encode_entry(call))
     end = (seq + 1) * 10 * MS
-    entries.append(encode_entry(SessionEnd(seq=seq + 1, ts_ns=end, mono_ns=end, outcome={})))
+    session_end = SessionEnd(seq=seq + 1, ts_ns=end, mono_ns=end, outcome={}, duration_ns=end)
+    entries.append(encode_entry(session_end))
     path.write_bytes(b"".join(entries))
     return path
