@@ -158,3 +158,28 @@ def test_explain_refuses_a_schedule_that_does_not_fail(
     closed = Planted("jobs", "none", subject.cassette, subject.work)
     with pytest.raises(UsageError, match="did not fail \\(passed\\): there is no failure"):
         sessiontape.explain(_runner(closed), Schedule(seed=0))
+
+
+def test_the_terminal_row_marks_the_point_of_no_return() -> None:
+    """The compact row reads left to right by decisions kept, and a caret under the
+    point's column says which estimate it is."""
+    from sessiontape.report import ChaosDecision, Estimate, Explanation
+
+    deciding = ChaosDecision(index=16, chosen=0, others=(1,), worker="w1", call="next_pending()",
+                             other=1, other_worker="w2", other_call="take('delta', 'w2')")  # fmt: skip
+    runs = ((0, 3, 2), (14, 2, 1), (15, 1, 0), (16, 8, 8), (29, 1, 1))
+    explanation = Explanation(
+        cassette="jobs.jsonl", schedule="seed 1, pct depth 3", failure="invariant: twice",
+        decisions=29, point=16, deciding=deciding, schedules=16, samples=8, seed=0,
+        threshold=0.95,
+        estimates=[Estimate(kept=k, runs=n, failed=f, doomed=f == n) for k, n, f in runs],
+    )  # fmt: skip
+    assert explanation.render().splitlines()[1:7] == [
+        "The point of no return: decision 16 of 29: w1's `next_pending()` ran before w2's "
+        "`take('delta', 'w2')`.",
+        "P(same failure) keeping decisions 1..k (▆▅▁██):",
+        "  k    0   14   15   16   29",
+        "  P 0.67 0.50 0.00 1.00 1.00",
+        "  n    3    2    1    8    1",
+        "                      ^ the point of no return",
+    ]

@@ -91,6 +91,10 @@ class Explanation(msgspec.Struct, kw_only=True):
         lines.append("  k " + " ".join(f"{e.kept:>{width}}" for e in self.estimates))
         lines.append("  P " + " ".join(f"{e.probability:>{width}.2f}" for e in self.estimates))
         lines.append("  n " + " ".join(f"{e.runs:>{width}}" for e in self.estimates))
+        at = next((i for i, e in enumerate(self.estimates) if e.kept == self.point), None)
+        if at is not None and self.deciding is not None:
+            # A caret under the point's column (its last character), so the eye finds it.
+            lines.append(" " * (4 + at * (width + 1) + width - 1) + "^ the point of no return")
         lines.append(
             f"Ran {self.schedules} schedules: up to {self.samples} per estimate (seed "
             f"{self.seed}), stopping early once an estimate was clearly at or below "
