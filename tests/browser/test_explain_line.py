@@ -11,7 +11,6 @@ open: two workers may take the same job.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,8 @@ import sessiontape
 from sessiontape.cli import main
 from sessiontape.cli._catalog import Catalog
 from sessiontape.cli._receipt import read_receipt
-from sessiontape.cli._server import ViewerServer
+
+from .conftest import serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -73,13 +73,7 @@ def explained(tmp_path_factory: pytest.TempPathFactory) -> Explained:
 @pytest.fixture(scope="module")
 def explained_served(explained: Explained) -> Iterator[str]:
     catalog = Catalog([str(explained.tape)], receipt=read_receipt(str(explained.receipt)))
-    server = ViewerServer(catalog, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server.url
-    server.shutdown()
-    server.server_close()
-    thread.join(60)
+    yield from serving(catalog)
 
 
 @pytest.mark.parametrize("how", ["report", "serve"])

@@ -8,7 +8,6 @@ runs part at seq 6 (w2's merge, 60 ms into each run), where the fork mark must b
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,8 @@ import pytest
 import two_runs
 from sessiontape.cli import main
 from sessiontape.cli._catalog import Catalog
-from sessiontape.cli._server import ViewerServer
+
+from .conftest import serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -37,28 +37,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     return Runs(tmp_path_factory.mktemp("two-runs"))
 
 
-def _serve(catalog: Catalog) -> Iterator[str]:
-    server = ViewerServer(catalog, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server.url
-    server.shutdown()
-    server.server_close()
-    thread.join(60)
-
-
 @pytest.fixture(scope="module")
 def against(runs: Runs) -> Iterator[str]:
     """``sessiontape serve a.jsonl --against b.jsonl``."""
     catalog = Catalog([str(runs.a), str(runs.b)])
     catalog.against = ("a.jsonl", "b.jsonl")
-    yield from _serve(catalog)
+    yield from serving(catalog)
 
 
 @pytest.fixture(scope="module")
 def folder(runs: Runs) -> Iterator[str]:
     """``sessiontape serve`` over the folder of both runs."""
-    yield from _serve(Catalog([str(runs.a.parent)]))
+    yield from serving(Catalog([str(runs.a.parent)]))
 
 
 def _facts(page: Page) -> dict[str, str]:

@@ -165,8 +165,10 @@ def test_the_terminal_row_marks_the_point_of_no_return() -> None:
     point's column says which estimate it is."""
     from sessiontape.report import ChaosDecision, Estimate, Explanation
 
-    deciding = ChaosDecision(index=16, chosen=0, others=(1,), worker="w1", call="next_pending()",
-                             other=1, other_worker="w2", other_call="take('delta', 'w2')")  # fmt: skip
+    deciding = ChaosDecision(
+        index=16, chosen=0, others=(1,), worker="w1", call="next_pending()",
+        other=1, other_worker="w2", other_call="take('delta', 'w2')",
+    )  # fmt: skip
     runs = ((0, 3, 2), (14, 2, 1), (15, 1, 0), (16, 8, 8), (29, 1, 1))
     explanation = Explanation(
         cassette="jobs.jsonl", schedule="seed 1, pct depth 3", failure="invariant: twice",

@@ -26,9 +26,8 @@ from typing import Any, Final
 import msgspec
 
 from ..cassette import Recording
-from ._common import recorded_duration
 from ._diff import Difference, call_streams, compare, request_of
-from ._viewdata import Rows
+from ._viewdata import Rows, cassette_data
 
 __all__ = ["fork_point", "pair_calls", "sides_data"]
 
@@ -132,19 +131,11 @@ def _time_at(rows: Rows, seq: int | None) -> int | None:
 
 
 def _side(name: str, recording: Recording, rows: Rows) -> dict[str, Any]:
-    header = recording.header
-    forked = getattr(header, "forked_from", None)
+    """One run as the page shows it: what the viewer says of a cassette, its columns
+    (texts included) and the fork its header records."""
+    forked = getattr(recording.header, "forked_from", None)
     return {
-        "name": name,
-        "path": recording.path,
-        "run_id": header.run_id,
-        "entrypoint": header.entrypoint,
-        "recorded_at": header.recorded_at,
-        "entries": len(recording),
-        "calls": len(recording.calls),
-        "duration_ns": recorded_duration(recording),
-        "crashed": recording.crashed,
-        "workers": rows.workers,
+        **cassette_data(name, recording, rows, None, None),
         "forked_from": None if forked is None else msgspec.to_builtins(forked),
         "columns": rows.columns(),
     }
