@@ -112,6 +112,12 @@ def test_two_runs_side_by_side(
     assert links.count() == (1 if how == "serve" else 0)
     if how == "serve":
         assert links.get_attribute("href") == "#c=b.jsonl&seq=7"
+    # The panel took part of the canvas's width: the view is drawn again, narrower.
+    page.wait_for_function(
+        f"document.getElementById('sides-canvas').getBoundingClientRect().width < {width}"
+    )
+    facts = _facts(page)
+    width = page.locator("#sides-canvas").bounding_box()["width"]  # type: ignore[index]
     # And A's w1 merge (seq 5, 50 ms in) is joined to B's.
     y = int(facts["axisHeight"]) + tops[1] + int(facts["lanePad"]) / 2 + 6
     page.mouse.click(box["x"] + _x(facts, 52 * two_runs.MS, width), box["y"] + y)
@@ -119,6 +125,8 @@ def test_two_runs_side_by_side(
         "document.querySelector('#sides-detail h3').textContent === 'A · seq 5 · w1'"
     )
     assert "the same call in B: seq 5, +0.050s" in (detail.text_content() or "")
+    page.keyboard.press("Escape")
+    detail.wait_for(state="hidden")
 
 
 def test_the_list_page_opens_any_two_side_by_side(page: Page, folder: str) -> None:

@@ -260,7 +260,16 @@ function renderSideDetail(b) {
     link.href = `#c=${encodeURIComponent(sides.data[side.toLowerCase()].name)}&seq=${seq}`;
     box.append(link);
   }
+  const opened = box.hidden;
   box.hidden = false;
+  if (opened) sides.resize(); // the panel took part of the canvas's width
+}
+
+function closeSideDetail() {
+  if ($('sides-detail').hidden) return;
+  $('sides-detail').hidden = true;
+  sides.selected = -1;
+  sides.resize();
 }
 
 // The list page's "side by side": any two of the cassettes served.

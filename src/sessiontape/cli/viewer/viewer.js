@@ -490,6 +490,7 @@ function onKey(e) {
   const typing = target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA';
   if (e.key === 'Escape') {
     if (typing) { target.blur(); $('rows').focus(); } else if (S.view === 'cassette') closeDetail();
+    else if (S.view === 'sides') closeSideDetail();
     e.preventDefault();
     return;
   }
