@@ -318,13 +318,14 @@ def test_the_chaos_options_load_the_engine_only_when_given(
     assert "sessiontape.replayer" in modules
     help_text = pytester.runpytest_subprocess("-p", "sessiontape.plugin", "--help").stdout.str()
     from sessiontape.plugin import _options
-    from sessiontape.replayer import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT
+    from sessiontape.replayer import DEFAULT_DEPTH, DEFAULT_SAMPLES, DEFAULT_STALL_LIMIT
 
     # The help names the replayer's defaults without importing it.
     assert (_options._HELP_DEPTH, _options._HELP_STALL_LIMIT) == (
         DEFAULT_DEPTH,
         DEFAULT_STALL_LIMIT,
     )
+    assert _options._HELP_SAMPLES == DEFAULT_SAMPLES
     assert f"per schedule (default {DEFAULT_DEPTH})" in " ".join(help_text.split())
 
 

@@ -209,10 +209,8 @@ def tapes(tmp_path_factory: pytest.TempPathFactory) -> Tapes:
     return Tapes(folder, small, big, receipt, merge_seq, reports)
 
 
-@pytest.fixture(scope="session")
-def served(tapes: Tapes) -> Iterator[str]:
-    """The URL of a server over the tapes' folder, with the receipt."""
-    catalog = Catalog([str(tapes.folder)], receipt=read_receipt(str(tapes.receipt)))
+def serving(catalog: Catalog) -> Iterator[str]:
+    """The URL of a viewer server over ``catalog`` on a thread, until the generator ends."""
     server = ViewerServer(catalog, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -220,6 +218,12 @@ def served(tapes: Tapes) -> Iterator[str]:
     server.shutdown()
     server.server_close()
     thread.join(60)
+
+
+@pytest.fixture(scope="session")
+def served(tapes: Tapes) -> Iterator[str]:
+    """The URL of a server over the tapes' folder, with the receipt."""
+    yield from serving(Catalog([str(tapes.folder)], receipt=read_receipt(str(tapes.receipt))))
 
 
 Open = Callable[[str], None]

@@ -67,3 +67,38 @@ def test_copies_of_a_tape_share_a_run_id_and_the_same_file_wins(
     assert receipt.reports_for("another-run", str(cassette)) == []
     with pytest.raises(CommandError, match=r"holds 2 reports, none of run another-run"):
         receipt.require("another-run", str(cassette))
+
+
+def test_a_chaos_explanation_is_read_back_typed(
+    cassette: Path, clock: Clock, app: App, tmp_path: Path
+) -> None:
+    """The receipt's ``chaos.explain`` reaches the viewer as an Explanation's data: its
+    verdict and row made again from its typed fields; one of another shape is left out."""
+    from sessiontape.report import ChaosDecision, Estimate, Explanation
+
+    deciding = ChaosDecision(index=2, chosen=1, others=(0,), worker="w2", call="take('t1')",
+                             other=0, other_worker="w1", other_call="take('t1')")  # fmt: skip
+    explained = Explanation(
+        cassette="run.jsonl", schedule="seed 3, pct depth 3", failure="invariant: twice",
+        decisions=4, point=2, deciding=deciding, schedules=12, samples=4, seed=0,
+        threshold=0.95,
+        estimates=[Estimate(kept=k, runs=4, failed=f, doomed=f == 4) for k, f in ((0, 1), (2, 4))],
+    )  # fmt: skip
+    report = _report(cassette, clock, app)
+    chaos = {"seed": 3, "strategy": "pct", "depth": 3, "verdict": "failed"}
+    text = {**explained.to_dict(), "verdict": "<b>made up</b>", "row": "made up"}
+    bad = {**explained.to_dict(), "point": "two"}
+    receipt = tmp_path / "receipt.json"
+    receipt.write_text(json.dumps([
+        {"nodeid": "t::a[chaos-3]", **report, "chaos": {**chaos, "explain": text}},
+        {"nodeid": "t::a[chaos-4]", **report, "chaos": {**chaos, "seed": 4, "explain": bad}},
+    ]))  # fmt: skip
+    good, wrong = read_receipt(str(receipt)).reports
+    assert good.chaos is not None
+    assert wrong.chaos is not None
+    assert good.chaos["explain"] == explained.to_dict()
+    assert good.chaos["explain"]["verdict"] == (
+        "The point of no return: decision 2 of 4: w2's `take('t1')` ran before w1's `take('t1')`."
+    )
+    assert good.chaos["explain"]["row"] == "▃█"
+    assert "explain" not in wrong.chaos

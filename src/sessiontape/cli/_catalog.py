@@ -30,6 +30,7 @@ from .._time import REAL
 from ..cassette import Recording, is_cassette, load, read_header
 from ._common import KINDS, CommandError, plural
 from ._receipt import Receipt, ReceiptReport, marks
+from ._sides import sides_data
 from ._viewdata import (
     ERROR_CLASSES,
     STATUSES,
@@ -298,6 +299,10 @@ class Catalog:
         self.receipt = receipt
         self._log = log
         self._cassettes: dict[str, _Cassette] = {}
+        #: The two cassettes the page opens side by side (``serve A --against B``).
+        self.against: tuple[str, str] | None = None
+        self._sides: dict[tuple[str, str], bytes] = {}
+        self._sides_lock = threading.Lock()
         seen: set[str] = set()
         for name, path in _discover(paths):
             real = os.path.realpath(path)
@@ -371,6 +376,31 @@ class Catalog:
                     f"loaded {name}: {plural(len(recording), 'entry', 'entries')} in {took:.2f} s"
                 )
             return cassette.loaded
+
+    def name_of(self, path: str) -> str | None:
+        """The name the catalog gives the cassette at ``path``, or ``None``."""
+        real = os.path.realpath(path)
+        for name, cassette in self._cassettes.items():
+            if os.path.realpath(cassette.path) == real:
+                return name
+        return None
+
+    def sides(self, a: str, b: str) -> bytes | None:
+        """Cassettes ``a`` and ``b`` side by side (:func:`._sides.sides_data`) as JSON,
+        made on first use and kept; ``None`` if either is not in the catalog."""
+        with self._sides_lock:
+            known = self._sides.get((a, b))
+        if known is not None:
+            return known
+        loaded_a, loaded_b = self.get(a), self.get(b)
+        if loaded_a is None or loaded_b is None:
+            return None
+        data = msgspec.json.encode(
+            sides_data(loaded_a.recording, loaded_a.rows, loaded_b.recording, loaded_b.rows, (a, b))
+        )
+        with self._sides_lock:
+            self._sides[(a, b)] = data
+        return data
 
 
 def _discover(paths: Sequence[str]) -> Iterable[tuple[str, Path]]:

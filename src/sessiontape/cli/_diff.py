@@ -38,7 +38,7 @@ from ..report import (
 )
 from ._common import read_recording
 
-__all__ = ["SUMMARY", "Difference", "add_arguments", "compare", "run"]
+__all__ = ["SUMMARY", "Difference", "add_arguments", "call_streams", "compare", "request_of", "run"]
 
 SUMMARY: Final = "show where two recorded runs part ways"
 
@@ -82,7 +82,8 @@ def _error(info: ErrorInfo | None) -> dict[str, str] | None:
     return None if info is None else {"type": info.type, "message": info.message}
 
 
-def _request(call: CallEntry) -> dict[str, Any]:
+def request_of(call: CallEntry) -> dict[str, Any]:
+    """What ``call`` asked: the fields two runs compare it by (``diff``, ``serve --against``)."""
     if isinstance(call, ProcessCall):
         return {"argv": call.argv, "input": call.input}
     if isinstance(call, AgentTurn):
@@ -110,7 +111,8 @@ def _outcome(call: CallEntry) -> dict[str, Any]:
     return {"result": call.result, "error": _error(call.error)}
 
 
-def _streams(recording: Recording) -> dict[tuple[str, str], list[CallEntry]]:
+def call_streams(recording: Recording) -> dict[tuple[str, str], list[CallEntry]]:
+    """The calls of ``recording`` by (worker, boundary), each stream in seq order."""
     streams: dict[tuple[str, str], list[CallEntry]] = {}
     for call in recording.calls:
         boundary = boundary_of(call)
@@ -152,7 +154,7 @@ def _compare_stream(
     for index, (a, b) in enumerate(zip(a_calls, b_calls, strict=False)):
         # `==` first: it runs in C, and equal calls are the rule. (It takes True for 1,
         # which the field diff tells apart; recorded JSON hardly ever holds that mix.)
-        request_a, request_b = _request(a), _request(b)
+        request_a, request_b = request_of(a), request_of(b)
         diffs = _NO_DIFFS
         if request_a != request_b:
             diffs = diff_values_counted(request_a, request_b, limit=_MAX_DIFFS)
@@ -223,7 +225,7 @@ def _compare_session(a: Recording, b: Recording) -> list[Difference]:
 
 def compare(a: Recording, b: Recording) -> list[Difference]:
     """Every place where ``a`` and ``b`` part, stream by stream, then the session's end."""
-    streams_a, streams_b = _streams(a), _streams(b)
+    streams_a, streams_b = call_streams(a), call_streams(b)
     keys = list(dict.fromkeys([*streams_a, *streams_b]))
     found: list[Difference] = []
     for key in keys:
@@ -289,6 +291,6 @@ def run(args: argparse.Namespace) -> int:
     if found:
         print(f"the runs part in {len(found)} place(s).")
         return 1
-    streams = len(set(_streams(a)) | set(_streams(b)))
+    streams = len(set(call_streams(a)) | set(call_streams(b)))
     print(f"the runs agree: {len(a.calls)} calls in {streams} worker/boundary stream(s).")
     return 0

@@ -22,6 +22,7 @@ from .._version import __version__
 from . import (
     _corpus,
     _diff,
+    _explain,
     _export,
     _list,
     _pull,
@@ -69,6 +70,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "scrub": _scrub,
     "slice": _slice,
     "shrink": _shrink,
+    "explain": _explain,
     "corpus": _corpus,
     "report": _report_html,
     "serve": _serve,

@@ -25,7 +25,7 @@ from typing import Any, Final, final
 
 import msgspec
 
-from ..report import Mismatch, ReplayReport
+from ..report import Explanation, Mismatch, ReplayReport
 from ._common import CommandError, plural
 
 __all__ = [
@@ -241,7 +241,23 @@ def _chaos_summary(chaos: dict[str, Any]) -> dict[str, Any]:
     failure = chaos.get("failure")
     if isinstance(failure, dict) and type(failure.get("message")) is str:
         summary["failure"] = _typed(failure, _FAILURE_FIELDS)
+    explained = _explanation(chaos.get("explain"))
+    if explained is not None:
+        summary["explain"] = explained
     return summary
+
+
+def _explanation(value: Any) -> dict[str, Any] | None:
+    """A failing schedule's explanation (``--sessiontape-chaos-explain``), read back as an
+    :class:`~sessiontape.report.Explanation` (every field of its type, or none of it) and
+    written again: its verdict and row are made from those fields, never taken as text."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        explained = msgspec.convert(value, Explanation)
+    except msgspec.ValidationError:
+        return None
+    return explained.to_dict()
 
 
 def _typed(data: dict[str, Any], fields: Sequence[tuple[str, type]]) -> dict[str, Any]:

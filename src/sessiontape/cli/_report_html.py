@@ -8,12 +8,20 @@ worker on one time axis, zoomable). With --receipt (the JSON of ReplayReport.to_
 marked and their details show the field diff. The data is inside the page, compressed
 (gzip, unpacked by the browser); the page fetches nothing. In the details, values whose
 JSON is over 400 bytes are clipped: the cassette, and 'sessiontape serve', have them whole.
+With a chaos receipt whose failing schedule was explained (--sessiontape-chaos-explain),
+the probability of the failure by decision is drawn as a line above the lanes.
+
+With --against B the page shows PATH (A) and B side by side instead: two sets of lanes on
+one time axis, matching calls joined, calls only one run made coloured, and the fork
+point marked (the branch's recorded fork, else where 'sessiontape diff A B' finds the
+runs part first).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import os
 import queue
 import sys
@@ -28,6 +36,7 @@ import msgspec
 from ..cassette import Entry, Recording, load_for_view
 from ._common import CommandError, Progress, plural, read_recording, write_atomic
 from ._receipt import ReceiptReport, add_receipt_argument, marks, read_receipt
+from ._sides import sides_data
 from ._viewdata import Facts, build_rows, cassette_data, pack_all
 from ._viewer import page
 from ._viewpending import pending_data
@@ -51,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``report`` options."""
     parser.add_argument("path", metavar="PATH", help="the cassette to show")
     add_receipt_argument(parser)
+    parser.add_argument(
+        "--against",
+        metavar="B",
+        help="show PATH (A) and the cassette B side by side: two sets of lanes on one time "
+        "axis, matching calls joined, the fork point marked",
+    )
     parser.add_argument(
         "-o", "--output", required=True, metavar="OUT.html", help="where to write the page"
     )
@@ -146,10 +161,14 @@ def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
 
 def run(args: argparse.Namespace) -> int:
     """``sessiontape report``."""
-    if os.path.exists(args.output) and os.path.samefile(args.output, args.path):
-        raise CommandError(
-            f"{args.output} is the cassette itself; name another file for the page (-o run.html)."
-        )
+    for tape in (args.path, args.against):
+        if tape and os.path.exists(args.output) and os.path.samefile(args.output, tape):
+            raise CommandError(
+                f"{args.output} is the cassette itself; name another file for the page "
+                "(-o run.html)."
+            )
+    if args.against is not None:
+        return _sides_page(args)
     # Loaded to be shown: outputs, results, arguments, environments and stdin stay their
     # JSON, which the page embeds as it is (or clipped), never decoded and encoded again.
     recording = read_recording(args.path, load_for_view)
@@ -212,6 +231,30 @@ def _feed(
     writer.feed(msgspec.json.encode({"cassette": data, "columns": columns}))
     writer.end_blob()
     return len(rows.workers)
+
+
+def _sides_page(args: argparse.Namespace) -> int:
+    """``sessiontape report A --against B``: the side-by-side page, its data embedded."""
+    if args.receipt:
+        raise CommandError(
+            "--receipt marks one replay's mismatches, and --against shows two runs: give one "
+            "of them (sessiontape report A.jsonl --against B.jsonl -o sides.html)."
+        )
+    a, b = read_recording(args.path), read_recording(args.against)
+    if os.path.samefile(a.path, b.path):
+        raise CommandError(f"{args.against} is {args.path} itself: name another cassette.")
+    data = sides_data(a, build_rows(a), b, build_rows(b))
+    packed = gzip.compress(msgspec.json.encode(data), LEVEL, mtime=0)
+    title = f"sessiontape: {data['a']['name']} and {data['b']['name']} side by side"
+    write_atomic(args.output, page(title, mode="report", blobs=[("st-sides", [packed])]))
+    fork = data["fork"]
+    where = f"; {fork['text']}" if fork is not None else "; the runs do not part"
+    print(
+        f"wrote {args.output}: {len(data['pairs'])} matching calls joined, "
+        f"{data['only_a']} only in A, {data['only_b']} only in B{where}; "
+        f"{_size(os.path.getsize(args.output))}."
+    )
+    return 0
 
 
 def _size(n: int) -> str:

@@ -5,7 +5,11 @@ default is the current folder. Per cassette the viewer shows a row per entry wit
 swimlane per worker and a timeline bar (or, switched, a lane per worker on one zoomable
 time axis), filters (worker, boundary, kind, status, error class, free text), entry
 details with their parent and children, and, with --receipt, the replay's mismatches
-and their field diffs. Virtual scrolling keeps a million entries smooth. The
+and their field diffs; with a chaos receipt whose failing schedule was explained
+(--sessiontape-chaos-explain), the probability of the failure by decision as a line above
+the lanes. With --against B, PATH is one cassette A and the page opens on A and B side by
+side: two sets of lanes on one time axis, matching calls joined, calls only one run made
+coloured, the fork point marked. Virtual scrolling keeps a million entries smooth. The
 same data is JSON under /api/cassettes. The server binds to 127.0.0.1 unless --host says
 otherwise, loads each cassette the first time it is opened, and stops on Ctrl-C.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from typing import Final
 
@@ -51,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
     )
     add_receipt_argument(parser)
+    parser.add_argument(
+        "--against",
+        metavar="B",
+        help="open PATH (one cassette, A) and the cassette B side by side: two sets of lanes "
+        "on one time axis, matching calls joined, the fork point marked",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
 
 
@@ -61,7 +72,22 @@ def _log(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """``sessiontape serve``: runs until interrupted."""
     receipt = read_receipt(args.receipt) if args.receipt else None
-    catalog = Catalog(args.paths, receipt=receipt, log=_log)
+    paths = list(args.paths)
+    if args.against is not None:
+        if len(paths) != 1 or not os.path.isfile(paths[0]):
+            raise CommandError(
+                "--against B shows two cassettes side by side: name one cassette A before it "
+                "(sessiontape serve A.jsonl --against B.jsonl)."
+            )
+        paths.append(args.against)
+    catalog = Catalog(paths, receipt=receipt, log=_log)
+    if args.against is not None:
+        a, b = catalog.name_of(paths[0]), catalog.name_of(args.against)
+        if a is None or b is None or a == b:
+            raise CommandError(
+                f"{args.against} is {paths[0]} itself: name another cassette to compare with."
+            )
+        catalog.against = (a, b)
     if receipt is not None and receipt.reports and not catalog.matched_reports():
         _log(
             f"note: none of the {plural(len(receipt.reports), 'report')} in {receipt.path} "

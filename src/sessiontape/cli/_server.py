@@ -17,6 +17,9 @@ plenty, and sessiontape takes no web framework as a dependency for it. Routes:
 ``GET /api/cassettes/<name>/columns``
     every row's seq, worker, kind, parent, depth, start, duration, status and error
     class as columns (the report embeds the same): what the lane view draws
+``GET /api/sides?a=<name>&b=<name>``
+    two cassettes side by side: each one's columns (texts included), the pairs of
+    matching calls and the fork point (``cli/_sides.py``)
 
 ``<name>`` is URL-encoded (a cassette in a subfolder is ``sub%2Frun.jsonl``). Errors are
 JSON too: ``{"error": "..."}`` with 400, 403, 404, 405 or 500. The server answers only
@@ -192,10 +195,13 @@ class _Handler(BaseHTTPRequestHandler):
         if parts in ([""], ["index.html"]):
             self._send(HTTPStatus.OK, self.server.page, "text/html; charset=utf-8")
             return
+        if parts == ["api", "sides"]:
+            self._sides(params)
+            return
         if parts[:2] != ["api", "cassettes"]:
             raise _HTTPError(HTTPStatus.NOT_FOUND, f"no such page: {split.path}.")
         if len(parts) == 2 or parts[2:] == [""]:
-            self._json({"cassettes": catalog.listing()})
+            self._json({"cassettes": catalog.listing(), "against": catalog.against})
             return
         name = parts[2]
         loaded = catalog.get(name)
@@ -227,3 +233,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(found)
         else:
             raise _HTTPError(HTTPStatus.NOT_FOUND, f"no such page: {split.path}.")
+
+    def _sides(self, params: dict[str, list[str]]) -> None:
+        names = [params.get(side, [""])[-1] for side in ("a", "b")]
+        if not all(names):
+            raise QueryError("name both cassettes: /api/sides?a=NAME&b=NAME.")
+        found = self.server.catalog.sides(names[0], names[1])
+        if found is None:
+            missing = next(n for n in names if self.server.catalog.get(n) is None)
+            raise _HTTPError(
+                HTTPStatus.NOT_FOUND,
+                f"no cassette named {missing!r}; GET /api/cassettes lists them.",
+            )
+        self._send(HTTPStatus.OK, found, "application/json")

@@ -1,12 +1,13 @@
 """The viewer page: one HTML file, its CSS and script inlined, for ``serve`` and ``report``.
 
 The front-end is plain HTML, CSS and JavaScript shipped as package data in ``viewer/``:
-no framework and no build step. Its script is ``api.js``, ``rows.js``, ``lanes.js`` (the
-lane view's canvas), ``pending.js`` (a tape's pending changes, read-only) and
-``viewer.js`` joined, in that order, inside one strict-mode function. ``serve`` sends the
-page as it is and the script asks the JSON API for data; ``report`` puts the data into the page
-itself (gzip, base64) and the script serves it to the same code through an in-page copy
-of the API.
+no framework and no build step. Its script is ``api.js``, ``rows.js``, ``lanemodel.js``
+and ``lanes.js`` (the lane view's canvas), ``sides.js`` (two runs side by side),
+``chaos.js`` (a chaos receipt's failure and the probability line of its explanation),
+``pending.js`` (a tape's pending changes, read-only) and ``viewer.js`` joined, in that
+order, inside one strict-mode function. ``serve`` sends the page as it is and the script
+asks the JSON API for data; ``report`` puts the data into the page itself (gzip, base64)
+and the script serves it to the same code through an in-page copy of the API.
 
 The page carries a Content-Security-Policy that allows its own script and style (by
 hash) and nothing else: no other script runs even if recorded text were ever to reach
@@ -31,7 +32,16 @@ __all__ = ["Blob", "csp", "embedded", "page"]
 Blob = tuple[str, Iterable[bytes]]
 
 _ASSETS: Final = "viewer"
-_SCRIPTS: Final = ("api.js", "rows.js", "lanes.js", "pending.js", "viewer.js")
+_SCRIPTS: Final = (
+    "api.js",
+    "rows.js",
+    "lanemodel.js",
+    "lanes.js",
+    "sides.js",
+    "chaos.js",
+    "pending.js",
+    "viewer.js",
+)
 # Markers in index.html, each replaced once.
 _TITLE: Final = "{{title}}"
 _MODE: Final = "{{mode}}"

@@ -50,12 +50,21 @@ class ChaosSettings(NamedTuple):
     depth: int
     stall_limit: float
     save: Path | None
+    #: Schedules per estimate of ``--sessiontape-chaos-explain`` (0: off).
+    explain: int = 0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> ChaosSettings:
         count: int | None = config.getoption("sessiontape_chaos", None)
         seed: int | None = config.getoption("sessiontape_chaos_seed", None)
         if count is None and seed is None:
+            if config.getoption("sessiontape_chaos_explain", False) or config.getoption(
+                "sessiontape_chaos_explain_samples", None
+            ):
+                raise pytest.UsageError(
+                    "--sessiontape-chaos-explain explains failing chaos schedules: give "
+                    "--sessiontape-chaos N or --sessiontape-chaos-seed S with it."
+                )
             return cls(seeds=(), strategy="", depth=0, stall_limit=0.0, save=None)
         from ..replayer import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Strategy
 
@@ -64,12 +73,19 @@ class ChaosSettings(NamedTuple):
         depth: int | None = config.getoption("sessiontape_chaos_depth", None)
         stall_limit: float | None = config.getoption("sessiontape_chaos_stall_limit", None)
         save: str | None = config.getoption("sessiontape_chaos_save", None)
+        explain: bool = config.getoption("sessiontape_chaos_explain", False)
+        samples: int | None = config.getoption("sessiontape_chaos_explain_samples", None)
+        if explain or samples:
+            from ..replayer import DEFAULT_SAMPLES
+
+            samples = samples or DEFAULT_SAMPLES
         return cls(
             seeds=tuple(range(first, first + (count or 1))),
             strategy=strategy or Strategy.PCT.value,
             depth=depth or DEFAULT_DEPTH,
             stall_limit=stall_limit or DEFAULT_STALL_LIMIT,
             save=(config.invocation_params.dir / save).resolve() if save else None,
+            explain=samples or 0,
         )
 
     @property

@@ -24,15 +24,16 @@ import pytest
 from .. import _hooks
 from .._api import replay
 from .._errors import SessiontapeError
-from ._chaos import CHAOS_PROPERTY, chaos_settings, reproduce_command
+from ._chaos import CHAOS_PROPERTY, ChaosSettings, chaos_settings, reproduce_command
 from ._failure import fail_replay, failure_text, hide_own_frames
 from ._options import fixture_nodeid, read_header, shown_path
 from ._run import attach_report, run_settings
 from ._sources import is_chosen, store_nodeid
 
 if TYPE_CHECKING:
-    from ..cassette import SessionStart
-    from ..report import ReplayReport
+    from ..cassette import Recording, SessionStart
+    from ..replayer import Schedule
+    from ..report import ChaosResult, Explanation, ReplayReport
     from ..tape import ReplayTape
 
 __all__ = [
@@ -276,7 +277,6 @@ class ChaosItem(CassetteItem):
     def runtest(self) -> None:
         from ..cassette import load_for_replay
 
-        settings = run_settings(self.config)
         chaos = chaos_settings(self.config)
         _linger(self.config)
         try:
@@ -290,7 +290,40 @@ class ChaosItem(CassetteItem):
                 f"of {recorded_by}; chaos replays only cassettes the sessiontape_replay "
                 "hook replays."
             )
-        player = replay(recording, noise=settings.noise, schedule=chaos.schedule(self.seed))
+        player = self._play(recording, chaos.schedule(self.seed))
+        result = player.chaos
+        assert result is not None
+        assert player.report is not None
+        result.command = reproduce_command(shown_path(self.path, self.config), result, chaos)
+        data = {**result.to_dict(), "signature": result.signature}
+        self.user_properties.append((CHAOS_PROPERTY, data))
+        explained = self._explain(chaos) if result.failed and chaos.explain else None
+        if explained is not None:
+            data["explain"] = explained.to_dict()
+        attach_report(
+            self,
+            player.report,
+            chaos={**result.to_dict(), **({"explain": data["explain"]} if explained else {})},
+        )
+        if result.failed:
+            text = result.render()
+            if explained is not None:
+                text += "\n\n" + explained.render()
+            if chaos.save is not None:
+                saved = player.save_chaos(chaos.save / f"{self.path.stem}.chaos-{self.seed}.jsonl")
+                shown = shown_path(saved, self.config)
+                text += (
+                    f"\nSaved as {shown}: it replays in plain mode and fails the same way "
+                    f"(pytest --replay {shlex.quote(shown)})."
+                )
+            _fail(text)
+        if result.inadmissible is not None:
+            pytest.skip(f"inadmissible schedule (seed {self.seed}): {result.inadmissible}")
+
+    def _play(self, recording: Recording, schedule: Schedule) -> ReplayTape:
+        """Replay ``recording`` under ``schedule`` through the project's hook."""
+        settings = run_settings(self.config)
+        player = replay(recording, noise=settings.noise, schedule=schedule)
         handled = False
         with player:  # a chaos tape never raises on: its result says what happened
             hook = _hooks.get_plugin_manager().hook
@@ -307,22 +340,17 @@ class ChaosItem(CassetteItem):
                 f"no sessiontape_replay hook handled {shown_path(self.path, self.config)}: "
                 "implement sessiontape_replay(tape, recording) in conftest.py"
             )
-        result = player.chaos
-        assert result is not None
-        assert player.report is not None
-        result.command = reproduce_command(shown_path(self.path, self.config), result, chaos)
-        data = {**result.to_dict(), "signature": result.signature}
-        self.user_properties.append((CHAOS_PROPERTY, data))
-        attach_report(self, player.report, chaos=result.to_dict())
-        if result.failed:
-            text = result.render()
-            if chaos.save is not None:
-                saved = player.save_chaos(chaos.save / f"{self.path.stem}.chaos-{self.seed}.jsonl")
-                shown = shown_path(saved, self.config)
-                text += (
-                    f"\nSaved as {shown}: it replays in plain mode and fails the same way "
-                    f"(pytest --replay {shlex.quote(shown)})."
-                )
-            _fail(text)
-        if result.inadmissible is not None:
-            pytest.skip(f"inadmissible schedule (seed {self.seed}): {result.inadmissible}")
+        return player
+
+    def _explain(self, chaos: ChaosSettings) -> Explanation:
+        """Where this failing schedule's failure became certain (``--sessiontape-chaos-
+        explain``): each schedule ``explain`` asks for, replayed from a fresh load."""
+        from ..cassette import load_for_replay
+        from ..replayer import explain
+
+        def run(schedule: Schedule) -> ChaosResult:
+            result = self._play(load_for_replay(self.path), schedule).chaos
+            assert result is not None
+            return result
+
+        return explain(run, chaos.schedule(self.seed), samples=chaos.explain)

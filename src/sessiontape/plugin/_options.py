@@ -153,10 +153,12 @@ def _live_selector(value: str) -> str:
 
 
 #: The defaults ``pytest --help`` names, written out so that the help does not import the
-#: replay engine: the replayer's ``DEFAULT_DEPTH`` and ``DEFAULT_STALL_LIMIT`` (a test
-#: checks that they agree). The options default to ``None``, resolved from the replayer.
+#: replay engine: the replayer's ``DEFAULT_DEPTH``, ``DEFAULT_STALL_LIMIT`` and
+#: ``DEFAULT_SAMPLES`` (a test checks that they agree). The options default to ``None``,
+#: resolved from the replayer.
 _HELP_DEPTH: Final = 3
 _HELP_STALL_LIMIT: Final = 10.0
+_HELP_SAMPLES: Final = 20
 
 
 def _at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -246,6 +248,23 @@ def _add_chaos_options(group: Any) -> None:
         metavar="DIR",
         help="write each failing schedule to DIR as a cassette of its own, which replays "
         "in plain mode and fails the same way.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-explain",
+        dest="sessiontape_chaos_explain",
+        action="store_true",
+        default=False,
+        help="for each failing schedule, find the scheduling decision after which its "
+        "failure was certain (the point of no return) and name the two calls it ordered.",
+    )
+    group.addoption(
+        "--sessiontape-chaos-explain-samples",
+        dest="sessiontape_chaos_explain_samples",
+        default=None,
+        type=_count,
+        metavar="M",
+        help=f"schedules per estimate of --sessiontape-chaos-explain (default "
+        f"{_HELP_SAMPLES}; implies it).",
     )
     group.addoption(
         "--sessiontape-chaos-stall-limit",

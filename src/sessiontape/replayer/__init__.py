@@ -11,6 +11,7 @@ from ._chaos import ChaosEngine, ScheduledClock, ScheduleStopped
 from ._clock import IGNORED_MODULES, FakeClock
 from ._correlate import Correlations
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
+from ._explain import DEFAULT_SAMPLES, DEFAULT_THRESHOLD, explain
 from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, Path, compare
@@ -31,7 +32,9 @@ __all__ = [
     "DEFAULT_DEPTH",
     "DEFAULT_LOOKAHEAD",
     "DEFAULT_ORDER_TIMEOUT",
+    "DEFAULT_SAMPLES",
     "DEFAULT_STALL_LIMIT",
+    "DEFAULT_THRESHOLD",
     "IGNORED_MODULES",
     "IN_FLIGHT",
     "MASKED",
@@ -53,6 +56,7 @@ __all__ = [
     "Selectors",
     "Strategy",
     "compare",
+    "explain",
     "lingering",
     "pct_bound",
     "pending_tape",

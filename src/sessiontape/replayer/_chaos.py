@@ -55,6 +55,7 @@ from ._admit import inadmissible
 from ._align import Normalize
 from ._chaos_save import save_schedule, saved_schedule
 from ._clock import FakeClock
+from ._decisions import traced_decisions
 from ._engine import UNSET, ReplayEngine
 from ._invariants import Invariant, violation
 from ._outcome import Outcome, context_for
@@ -129,6 +130,7 @@ class ChaosEngine(ReplayEngine):
             max_steps=_STEPS_PER_CALL * (index.loaded + 10),
             on_stall=self._stalled,
             on_error=self._thread_died,
+            position=lambda: len(self.trace.calls),
         )
         self._point = self.scheduler.point
         header = recording.header
@@ -394,6 +396,7 @@ class ChaosEngine(ReplayEngine):
             recorded_calls=self.loaded,
             recorded_workers=self._workers,
             calls=self.trace.described(),
+            decisions=traced_decisions(self.scheduler.decider, self.trace),
         )
         return exc is not None
 

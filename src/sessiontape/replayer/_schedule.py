@@ -24,6 +24,7 @@ __all__ = [
     "Schedule",
     "Strategy",
     "Waiter",
+    "eligible",
     "make_strategy",
     "pct_bound",
 ]
@@ -63,6 +64,14 @@ class Schedule:
     strategy: Strategy | str = Strategy.PCT
     depth: int = DEFAULT_DEPTH
     stall_limit: float = DEFAULT_STALL_LIMIT
+    #: Decisions forced before the strategy decides: at the i-th scheduling decision (a
+    #: pick among two or more threads that may run), the thread started ``prefix[i]``-th
+    #: runs. ``explain`` keeps a failing schedule's first decisions this way.
+    prefix: tuple[int, ...] = ()
+    #: Note every decision (``ChaosResult.decisions``): the thread picked, the threads
+    #: passed over, and the calls each made next. Off by default: a plain schedule
+    #: takes a shortcut (PCT's sticky pick) that tracing gives up.
+    trace: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -76,11 +85,23 @@ class Schedule:
             ) from None
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
             raise UsageError(f"a schedule's depth must be an int >= 1, got {self.depth!r}.")
+        if not isinstance(self.prefix, tuple) or not all(
+            isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in self.prefix
+        ):
+            raise UsageError(
+                "a schedule's prefix must be a tuple of thread orders (ints >= 0), got "
+                f"{self.prefix!r}."
+            )
         if not self.stall_limit > 0:
             raise UsageError(
                 f"a schedule's stall_limit must be a positive number of seconds, got "
                 f"{self.stall_limit!r}."
             )
+
+    @property
+    def traced(self) -> bool:
+        """Whether the scheduler notes its decisions (tracing, or forcing a prefix)."""
+        return self.trace or bool(self.prefix)
 
     @property
     def label(self) -> str:
@@ -130,7 +151,7 @@ class _Base:
 
 class _Random(_Base):
     def pick(self, waiting: Sequence[W], step: int, last: W | None) -> W:
-        return self.rng.choice(_eligible(waiting, last))
+        return self.rng.choice(eligible(waiting, last))
 
 
 class _Pct(_Base):
@@ -159,7 +180,7 @@ class _Pct(_Base):
         drop = self.changes.get(step)
         if drop is not None and last is not None:
             last.priority = drop
-        return max(_eligible(waiting, last), key=lambda w: (w.priority, -w.order))
+        return max(eligible(waiting, last), key=lambda w: (w.priority, -w.order))
 
 
 #: After this many steps in a row taken by threads that went back to sleep, a thread that
@@ -167,7 +188,7 @@ class _Pct(_Base):
 SLEEP_STREAK: Final = 8
 
 
-def _eligible(waiting: Sequence[W], last: W | None) -> Sequence[W]:
+def eligible(waiting: Sequence[W], last: W | None) -> Sequence[W]:
     """The threads the strategy may pick. A thread that just slept yields the next step
     to the others; and after :data:`SLEEP_STREAK` sleeps in a row, a thread that is not
     sleeping goes first. Otherwise sleepers compete like everyone (a timeout may fire

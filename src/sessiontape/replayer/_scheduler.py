@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from .._context import starting_internal, worker_var
 from .._time import REAL
+from ._forcing import Decider
 from ._schedule import Schedule, make_strategy
 
 __all__ = ["ScheduleStopped", "Scheduler"]
@@ -80,9 +81,13 @@ class Scheduler:
         max_steps: int,
         on_stall: Callable[[str], None],
         on_error: Callable[[BaseException, str], None],
+        position: Callable[[], int] = lambda: 0,
     ) -> None:
         self.schedule = schedule
         self._strategy = make_strategy(schedule, steps)
+        #: When the schedule traces or forces a prefix, its decisions go through this.
+        self.decider = Decider(self._strategy, schedule, position) if schedule.traced else None
+        self._strategy = self.decider or self._strategy
         #: The steps at which the strategy changes something (PCT's change points).
         self._changes = self._strategy.changes
         self._limit = schedule.stall_limit

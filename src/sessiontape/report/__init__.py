@@ -12,6 +12,7 @@ from ._calls import agent_step, call_shape, flag_names
 from ._chaos import (
     SHOWN_PER_WORKER,
     ChaosCall,
+    ChaosDecision,
     ChaosFailure,
     ChaosResult,
     ChaosVerdict,
@@ -21,6 +22,7 @@ from ._chaos import (
 from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import command_name, describe, format_ms, payload_size, subcommand
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
+from ._explain import Estimate, Explanation
 from ._model import (
     Candidate,
     Correlation,
@@ -45,12 +47,15 @@ __all__ = [
     "Change",
     "ChangeCategory",
     "ChaosCall",
+    "ChaosDecision",
     "ChaosFailure",
     "ChaosResult",
     "ChaosVerdict",
     "Classifier",
     "Correlation",
     "DescribedCalls",
+    "Estimate",
+    "Explanation",
     "FailureKind",
     "FieldDiff",
     "Mismatch",

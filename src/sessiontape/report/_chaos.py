@@ -15,6 +15,7 @@ import msgspec
 __all__ = [
     "SHOWN_PER_WORKER",
     "ChaosCall",
+    "ChaosDecision",
     "ChaosFailure",
     "ChaosResult",
     "ChaosVerdict",
@@ -64,6 +65,35 @@ class ChaosCall(msgspec.Struct, frozen=True, kw_only=True):
     #: What was asked, in short (``git merge --no-ff ...``, ``claim_next('worker-1')``);
     #: filled for the calls the report shows (the last few of each worker), else empty.
     call: str
+
+
+class ChaosDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """One scheduling decision of a traced schedule (``Schedule(trace=True)``): which
+    thread ran when two or more could, named by the calls whose order it fixed."""
+
+    #: Its place among the schedule's decisions (1, 2, ...).
+    index: int
+    #: The thread picked (start order) and the threads passed over.
+    chosen: int
+    others: tuple[int, ...]
+    #: The picked thread's worker and the call it made next (``""``: it made none).
+    worker: str
+    call: str
+    #: The passed-over thread the decision is named by (the one it preempted, if any),
+    #: its worker and the call it made next.
+    other: int
+    other_worker: str
+    other_call: str
+
+    def named(self) -> str:
+        """``w2's `next_pending()` ran before w1's `take('alpha')` ``."""
+        mine = f"{self.worker}'s `{self.call}`" if self.call else f"{self.worker}'s end"
+        theirs = (
+            f"{self.other_worker}'s `{self.other_call}`"
+            if self.other_call
+            else f"{self.other_worker}'s next call (not reached before the failure)"
+        )
+        return f"{mine} ran before {theirs}"
 
 
 class ChaosFailure(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,6 +179,8 @@ class ChaosResult(msgspec.Struct, kw_only=True):
     calls: Sequence[ChaosCall] = []
     #: The command that runs this schedule again.
     command: str = ""
+    #: Its scheduling decisions, when the schedule traced them (else empty).
+    decisions: Sequence[ChaosDecision] = ()
 
     @property
     def failed(self) -> bool:

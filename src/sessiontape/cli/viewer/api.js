@@ -55,6 +55,7 @@ class HttpApi {
   }
   entry(name, seq, f) { return this.get(this.base(name) + '/entries/' + seq, f); }
   columns(name) { return this.get(this.base(name) + '/columns'); }
+  sides(a, b) { return this.get('api/sides', { a, b }); }
 }
 
 async function unpack(id) {

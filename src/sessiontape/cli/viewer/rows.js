@@ -238,5 +238,9 @@ class VirtualList {
 }
 
 const list = new VirtualList();
-function resize() { list.resize(); if (S.mode === 'lanes') lanes.resize(); }
+function resize() {
+  if (S.view === 'sides') { sides.resize(); return; }
+  list.resize();
+  if (S.mode === 'lanes') lanes.resize();
+}
 window.addEventListener('resize', resize);

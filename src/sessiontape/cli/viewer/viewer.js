@@ -20,6 +20,8 @@ const S = {
   listRows: [],
   listSelected: -1,
   mode: 'table', // or 'lanes': the view of a cassette
+  against: null, // [A, B]: `serve A --against B` opens on them side by side
+  sidesOnly: false, // a `report A --against B` page: the two runs side by side only
 };
 
 function showError(message) {
@@ -38,6 +40,7 @@ function setLoading(message) {
 function parseHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   return {
+    a: params.get('a'), b: params.get('b'),
     name: params.get('c'), seq: params.has('seq') ? Number(params.get('seq')) : null, list: params.has('list'),
     mode: params.get('v') === 'lanes' ? 'lanes' : params.get('v') === 'table' ? 'table' : null,
   };
@@ -52,10 +55,13 @@ function hashFor(seq) {
 }
 
 async function route() {
-  const { name, seq, list, mode } = parseHash();
+  const { name, seq, list, mode, a, b } = parseHash();
   showError('');
   try {
-    if (name !== null) await openCassette(name, seq, mode);
+    if (S.sidesOnly) await openSides(null, null);
+    else if (a !== null && b !== null) await openSides(a, b);
+    else if (name === null && !list && S.against) await openSides(...S.against);
+    else if (name !== null) await openCassette(name, seq, mode);
     else if (document.body.dataset.mode === 'report' && !list) await openCassette(S.api.c.name, null, mode);
     else await showList();
   } catch (error) {
@@ -69,6 +75,7 @@ async function route() {
 async function showList() {
   S.view = 'list';
   $('cassette-view').hidden = true;
+  $('sides-view').hidden = true;
   $('crumb').textContent = '';
   setLoading('Loading the cassettes…');
   const { cassettes } = await S.api.list();
@@ -96,6 +103,7 @@ async function showList() {
   }
   $('list-note').textContent = plural(cassettes.length, 'cassette') +
     (document.body.dataset.mode === 'serve' ? ' served; each is loaded when first opened.' : '.');
+  fillPairForm(cassettes);
   $('list-view').hidden = false;
   S.listSelected = -1;
 }
@@ -119,6 +127,7 @@ async function openCassette(name, seq, mode) {
     lanes.reset();
     S.view = 'cassette';
     $('list-view').hidden = true;
+    $('sides-view').hidden = true;
     $('cassette-view').hidden = true;
     setLoading(`Loading ${name}…`);
     const cassette = await S.api.cassette(name);
@@ -174,34 +183,6 @@ async function showOnAxis(seq) {
   if (S.mode !== 'lanes') await setMode('lanes');
   await lanes.focusSeq(seq);
   if (S.detailSeq !== seq) await showDetail(seq);
-}
-
-// A receipt of chaos schedules: the page leads with the schedule shown (the first that
-// failed), what it found, and the command that runs it again.
-function fillChaos(chaos) {
-  const box = $('chaos-box');
-  box.hidden = !chaos;
-  if (!chaos) return;
-  box.className = `v-${chaos.verdict}`;
-  const f = chaos.failure;
-  let head = `chaos schedule ${chaos.verdict}`;
-  if (f) head += `: ${f.kind}${f.worker ? ` in worker '${f.worker}'` : ''}: ${f.message}`;
-  else if (chaos.inadmissible) head += ` (not a failure): ${chaos.inadmissible}`;
-  $('chaos-head').textContent = head;
-  const what = [`seed ${chaos.seed}`, `strategy ${chaos.strategy}`];
-  if (chaos.strategy === 'pct') what.push(`depth ${chaos.depth}`);
-  let ran = `${plural(chaos.calls, 'call')} ran`;
-  if (chaos.steps !== undefined) ran += ` in ${plural(chaos.steps, 'step')}`;
-  if (f && f.after !== undefined) ran += `; it failed after call #${f.after}`;
-  what.push(ran);
-  if (chaos.schedules > 1) {
-    let of = `${chaos.failed} of ${chaos.schedules} schedules of this cassette failed`;
-    if (chaos.inadmissible_schedules) of += `, ${chaos.inadmissible_schedules} were inadmissible`;
-    what.push(of);
-  }
-  $('chaos-what').textContent = what.join(' · ');
-  $('chaos-command').textContent = chaos.command || '';
-  $('chaos-again').hidden = !chaos.command;
 }
 
 function fillSummary(c) {
@@ -509,6 +490,7 @@ function onKey(e) {
   const typing = target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA';
   if (e.key === 'Escape') {
     if (typing) { target.blur(); $('rows').focus(); } else if (S.view === 'cassette') closeDetail();
+    else if (S.view === 'sides') closeSideDetail();
     e.preventDefault();
     return;
   }
@@ -522,6 +504,10 @@ function onKey(e) {
     return;
   }
   if (e.ctrlKey || e.metaKey || e.altKey) return;
+  if (S.view === 'sides') {
+    if (sides.onKey(e)) e.preventDefault();
+    return;
+  }
   if (S.view === 'list') {
     if (e.key === 'j' || e.key === 'ArrowDown') { moveList(1); e.preventDefault(); }
     else if (e.key === 'k' || e.key === 'ArrowUp') { moveList(-1); e.preventDefault(); }
@@ -569,7 +555,12 @@ async function start() {
   $('home').addEventListener('click', (e) => {
     if (document.body.dataset.mode === 'report') { e.preventDefault(); location.hash = 'list'; }
   });
-  if (document.body.dataset.mode === 'report') {
+  $('pair-open').addEventListener('click', openPair);
+  if (document.body.dataset.mode === 'report' && $('st-sides')) {
+    setLoading('Unpacking the report…');
+    S.api = new EmbeddedSides(JSON.parse(await unpack('st-sides')));
+    S.sidesOnly = true;
+  } else if (document.body.dataset.mode === 'report') {
     setLoading('Unpacking the report…');
     const packed = JSON.parse(await unpack('st-rows'));
     packed.columns.text = JSON.parse(await unpack('st-text'));
@@ -577,6 +568,8 @@ async function start() {
   } else {
     S.api = new HttpApi();
     $('home').href = '#';
+    const { against } = await S.api.list();
+    S.against = against || null; // serve A --against B: the page opens on them
   }
   window.addEventListener('hashchange', route);
   await route();
