@@ -279,29 +279,9 @@ class UpdatePlan:
         return True
 
     def _new_stdin(self, m: Mismatch, entry: ProcessCall) -> bool:
-        """What the program wrote to a process's stdin, compared after its call was
-        matched (``m.actual`` is today's bytes in their stored form), written where the
-        recording has it: ``input``, or the data of stdin chunk N. A payload today's run
-        would keep in the sidecar is not one: a comparison writes no sidecar file."""
-        found = _STDIN_PATH.match(m.diffs[0].path) if m.diffs else None
-        today = m.actual
-        inline = isinstance(today, str) or (
-            isinstance(today, Blob) and today.b64 is not None and not today.sidecar
-        )
-        if found is None or not inline:
+        new = _stdin_rewritten(m, self.changed.get(entry.seq, entry))
+        if new is None:
             return False
-        base = self.changed.get(entry.seq, entry)
-        assert isinstance(base, ProcessCall)
-        index = found.group(1)
-        if index is None:
-            new = _REPLACE(base, input=today)
-        else:
-            chunks = list(base.chunks or ())
-            at = int(index)
-            if at >= len(chunks) or chunks[at].stream != "stdin":
-                return False
-            chunks[at] = Chunk(stream="stdin", data=today)
-            new = _REPLACE(base, chunks=chunks)
         self.changed[entry.seq] = new
         for diff in m.diffs:
             self._note(m, Change.REQUEST, field=diff.path, old=diff.expected, new=diff.actual)
@@ -454,6 +434,30 @@ def kept_counts(
 def _what(data: dict[str, Any]) -> dict[str, Any]:
     """A call's fields without those that place it (what it asked and answered)."""
     return {k: v for k, v in data.items() if k not in _PLACE}
+
+
+def _stdin_rewritten(m: Mismatch, base: Entry) -> ProcessCall | None:
+    """``base`` with what the program wrote to its stdin today, compared after its call
+    was matched (``m.actual`` is today's bytes in their stored form), where the recording
+    has it: ``input``, or the data of stdin chunk N. ``None`` when it cannot be written: a
+    payload today's run would keep in the sidecar (a comparison writes no sidecar file),
+    or a place the recording lacks."""
+    found = _STDIN_PATH.match(m.diffs[0].path) if m.diffs else None
+    today = m.actual
+    inline = isinstance(today, str) or (
+        isinstance(today, Blob) and today.b64 is not None and not today.sidecar
+    )
+    if found is None or not inline or not isinstance(base, ProcessCall):
+        return None
+    index = found.group(1)
+    if index is None:
+        return _REPLACE(base, input=today)
+    chunks = list(base.chunks or ())
+    at = int(index)
+    if at >= len(chunks) or chunks[at].stream != "stdin":
+        return None
+    chunks[at] = Chunk(stream="stdin", data=today)
+    return _REPLACE(base, chunks=chunks)
 
 
 def _request_fields(
