@@ -690,3 +690,50 @@ def test_data_like_gives_what_data_gives() -> None:
         assert scrub.data_like(today, recorded) == scrub.data(today), today
     # The recorded value itself is returned when nothing differs (no work done).
     assert scrub.data_like(recorded, recorded) is recorded
+
+
+# -- the rules compile on first use, from any thread ----------------------------------------
+
+_FIRST_USE = r"""
+import sys, threading
+from sessiontape.scrub import Scrubber
+
+texts = sys.argv[1:]
+barrier = threading.Barrier(16)
+results, errors = [], []
+
+def scrub():
+    barrier.wait()
+    try:
+        results.append([Scrubber(None).text(t) for t in texts])
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+threads = [threading.Thread(target=scrub) for _ in range(16)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+once = [Scrubber(None).text(t) for t in texts]
+assert not errors, errors
+assert all(r == once for r in results), "a thread scrubbed otherwise than one thread alone"
+"""
+
+
+def test_sixteen_threads_meeting_the_secret_rules_first_scrub_alike() -> None:
+    # The keyword and body rules compile when first met. Two threads meeting a body rule
+    # at once once compiled the text of the other's compiled pattern (re.error:
+    # "unterminated character set"), and a worker of the zoo's threads program died of it.
+    import subprocess
+    import sys
+
+    texts = [
+        f"git config http.extraHeader 'AUTHORIZATION: bearer {'ghp_' + 'x7Kq2' * 7}a'",
+        *(f"before {secret} after" for secret, _ in (c.values for c in TOKEN_CASES)),
+        "export password=Zq8vN3pLx2Wm9Rt4 api_key: 'k3Jd9LmQ2vX8pW4nT6sY'",
+    ]
+    for _ in range(20):  # each a fresh interpreter: the rules compile once per process
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_USE, *texts], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr

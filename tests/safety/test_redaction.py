@@ -224,3 +224,46 @@ def test_validate_reports_secrets_by_kind(
     out = capsys.readouterr().out
     assert f"{leaky}: seq 0: error: config.note holds a secret (github)." in out
     assert json.dumps(out)  # printable
+
+
+# -- what the application says during a replay ----------------------------------------------
+
+_GH: str = "ghp_" + "R3pl4yT0k3n" * 3 + "abc"
+
+
+def test_a_replays_report_holds_no_secret_from_todays_run(tmp_path: Path) -> None:
+    # A receipt (pytest --sessiontape-report) writes the report to disk: the requests the
+    # tape cannot answer, and the exceptions they end workers with, are scrubbed there too.
+    # A zoo shrink found the token of a `git remote add` URL in a candidate's receipt.
+    import subprocess
+    import sys
+    import threading
+
+    import msgspec
+
+    def program(tape: sessiontape.Tape, extra: bool) -> None:
+        def work() -> None:
+            with sessiontape.worker("w1"), tape.patch_subprocess():
+                subprocess.run([sys.executable, "-c", "pass"], check=True)
+                if extra:
+                    url = f"https://x-access-token:{_GH}@github.com/acme/x.git"
+                    subprocess.run(["git", "remote", "add", "origin", url], check=True)
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        tape.finish(outcome="done")
+
+    cassette = tmp_path / "t.jsonl"
+    with sessiontape.record(cassette) as recording:
+        program(recording, extra=False)
+    with sessiontape.replay(cassette) as replaying:
+        program(replaying, extra=True)
+    report = replaying.report
+    assert report is not None
+    assert not report.ok
+    kinds = [m.kind.value for m in report.mismatches]
+    assert "application_error" in kinds, report.render()
+    core = _GH[4:]
+    assert core not in msgspec.json.encode(report).decode()
+    assert core not in report.render()

@@ -78,6 +78,10 @@ class Outcome:
         #: re-record this replay is, if any: what the next steps' selector leaves out.
         self.verify: set[str] = set()
         self.live: tuple[str, ...] = ()
+        #: Scrubs text the application made (an exception's message, a command run outside
+        #: the interception) before it is in the report, which receipts write to disk
+        #: (set by the engine with its roots: the recording's scrubber).
+        self.scrub: Callable[[str], str] = str
 
     @property
     def started(self) -> bool:
@@ -142,6 +146,9 @@ class Outcome:
         """An exception ended a worker thread of the application: report it where the
         worker left the tape, ahead of the calls it never made."""
         last = self.position.get(worker)
+        scrub = self.scrub
+        said = scrub(str(exc))
+        frame = scrub(frame) if frame else frame
         where = f" at {frame}" if frame else ""
         after = f"after seq {last}" if last is not None else "before its first call"
         self.collect(
@@ -149,13 +156,14 @@ class Outcome:
             seq=last,
             worker=worker,
             boundary=_SESSION,
-            message=f"worker {worker!r} died {after} of {qualname(type(exc))}: {exc}{where}.",
-            actual={"type": qualname(type(exc)), "message": str(exc), "frame": frame},
+            message=f"worker {worker!r} died {after} of {qualname(type(exc))}: {said}{where}.",
+            actual={"type": qualname(type(exc)), "message": said, "frame": frame},
         )
 
     def unseen_process(self, event: str, command: str, where: str, worker: str) -> None:
         """A process was started outside the interception (seen through its audit event):
         a warning in the report, or in strict mode a mismatch (raised)."""
+        command, where = self.scrub(command), self.scrub(where)
         fields: dict[str, Any] = {
             "seq": self.position.get(worker),
             "worker": worker,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from collections import Counter
 from typing import Final, NamedTuple
 
@@ -211,15 +212,22 @@ _BY_KEYWORD: dict[str, tuple[int, ...]] = {}
 _KEYWORD_RX: list[re.Pattern[str]] = []
 
 
+_BUILDING: Final = threading.Lock()
+
+
 def _keyword_index() -> re.Pattern[str]:
     if not _KEYWORD_RX:
-        by: dict[str, list[int]] = {}
-        for i, raw in enumerate(KEYWORD_RULES):
-            _KEYWORDS.append(_Keyword(raw))
-            for word in raw[6]:
-                by.setdefault(word, []).append(i)
-        _BY_KEYWORD.update({w: tuple(ids) for w, ids in by.items()})
-        _KEYWORD_RX.append(re.compile(_trie(sorted(by))))
+        # Built once, by one thread: two threads appending to the rules at once would
+        # put each rule at another index than the keywords name.
+        with _BUILDING:
+            if not _KEYWORD_RX:
+                by: dict[str, list[int]] = {}
+                for i, raw in enumerate(KEYWORD_RULES):
+                    _KEYWORDS.append(_Keyword(raw))
+                    for word in raw[6]:
+                        by.setdefault(word, []).append(i)
+                _BY_KEYWORD.update({w: tuple(ids) for w, ids in by.items()})
+                _KEYWORD_RX.append(re.compile(_trie(sorted(by))))
     return _KEYWORD_RX[0]
 
 
@@ -291,7 +299,18 @@ def keyword_secret(name: str, value: str) -> str | None:
 class _Body:
     """One body rule, compiled on first use."""
 
-    __slots__ = ("allow", "before", "entropy", "group", "guard", "kind", "mark", "random", "regex")
+    __slots__ = (
+        "allow",
+        "before",
+        "compiled",
+        "entropy",
+        "group",
+        "guard",
+        "kind",
+        "mark",
+        "random",
+        "regex",
+    )
 
     def __init__(
         self, raw: tuple[str, str, str, int, str, str, str, int, float, bool, tuple[int, ...]]
@@ -299,22 +318,21 @@ class _Body:
         _rule, self.kind, regex, self.group, at, behind, ahead, self.before = raw[:8]
         self.entropy, self.random, self.allow = raw[8], raw[9], raw[10]
         self.mark = redaction_mark(self.kind)
-        self.regex: re.Pattern[str] | str = regex
+        self.regex = regex
         # Checked at the anchor's position: what stands before it and after it.
-        self.guard: re.Pattern[str] | str = (
-            f"(?<={behind}{at})(?={ahead})" if behind else (f"(?={ahead})")
-        )
+        self.guard = f"(?<={behind}{at})(?={ahead})" if behind else f"(?={ahead})"
+        #: The regex and the guard, compiled on first use. The sources stay as they are
+        #: and the pair is set in one assignment, so a thread never sees half of it; two
+        #: threads that both find it unset both compile it, to the same patterns.
+        self.compiled: tuple[re.Pattern[str], re.Pattern[str]] | None = None
 
     def secret_at(self, text: str, at: int) -> tuple[int, int] | None:
         """The span of this rule's secret in a match around ``text[at]``."""
-        guard = self.guard
-        if isinstance(guard, str):
-            # The regex first: a thread that finds the guard compiled finds the regex too
-            # (two threads that both find it a text both compile it, to the same pattern).
-            self.regex = re.compile(str(self.regex), re.ASCII)
-            guard = self.guard = re.compile(guard, re.ASCII)
-        regex = self.regex
-        assert isinstance(regex, re.Pattern)
+        compiled = self.compiled
+        if compiled is None:
+            compiled = (re.compile(self.regex, re.ASCII), re.compile(self.guard, re.ASCII))
+            self.compiled = compiled
+        regex, guard = compiled
         if guard.match(text, at + 1) is None:
             return None
         # The leftmost match starting at most ``before`` characters back and holding the
