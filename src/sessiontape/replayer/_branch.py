@@ -1,0 +1,136 @@
+"""The calls of a fork's branch as they were made: what its tape is written from.
+
+Every call from the fork's seq on is noted when it starts, in one order across threads:
+a call the tape answered (its recorded entry, under the worker that made it), the call at
+the fork given its new answer, a call run live (its entry comes when it ends, scrubbed as
+recording scrubs it, under the provisional negative seq it was opened with), a verify
+call with the result it really gave, a worker's crash. ``_fork_save.py`` numbers them in
+that order after the calls before the fork.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import msgspec
+
+from .._context import worker_var
+from .._time import REAL
+from ..cassette import CallEntry, Entry, ErrorInfo
+
+__all__ = ["Branch", "Made"]
+
+
+class Made(msgspec.Struct, kw_only=True):
+    """One call of the branch: its place in the order calls started, the entry (``None``
+    until a live call ends), whether the tape answered it, and the worker that made it."""
+
+    order: int
+    entry: Entry | None
+    from_tape: bool
+    worker: str
+    thread: str
+
+
+class Branch:
+    """The calls of one fork's branch (see the module's documentation)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._order = itertools.count()
+        self._provisional = itertools.count(-1, -1)
+        self.made: list[Made] = []
+        #: The live calls under way, by provisional seq: their place, and real start.
+        self._live: dict[int, tuple[Made, int]] = {}
+        #: Per thread, the verify call under way (its real result may differ).
+        self._verifying: dict[int, Made] = {}
+
+    def _made(self, entry: Entry | None, *, from_tape: bool, first: bool = False) -> Made:
+        made = Made(
+            order=0,
+            entry=entry,
+            from_tape=from_tape,
+            worker=worker_var.get(),
+            thread=threading.current_thread().name,
+        )
+        with self._lock:
+            # The call at the fork comes first, whatever other workers did meanwhile: it
+            # keeps the fork's seq in the branch.
+            made.order = -1 if first else next(self._order)
+            self.made.append(made)
+        return made
+
+    def answered(self, entry: CallEntry, *, verify: bool = False) -> None:
+        """The calling worker's call was answered by the recorded ``entry`` (or, for a
+        verify call, runs for real in its place)."""
+        made = self._made(entry, from_tape=True)
+        if verify:
+            self._verifying[threading.get_ident()] = made
+
+    def given(self, entry: CallEntry) -> None:
+        """The call at the fork, answered by the answer given (``entry`` holds it)."""
+        self._made(entry, from_tape=False, first=True)
+
+    def provisional_seq(self, *, first: bool = False) -> int:
+        """A seq for a live call starting now (negative; renumbered when written);
+        ``first``: the call at the fork, run live."""
+        made = self._made(None, from_tape=False, first=first)
+        with self._lock:
+            seq = next(self._provisional)
+            self._live[seq] = (made, REAL.monotonic_ns())
+        return seq
+
+    def started(self, seq: int) -> int | None:
+        """When the live call ``seq`` started, in real time (monotonic ns)."""
+        found = self._live.get(seq)
+        return None if found is None else found[1]
+
+    def ended(self, entry: CallEntry) -> None:
+        """A live call ended (``entry``, with its provisional seq), or a verify call the
+        tape has no twin for ran for real (``entry.seq`` 0: it is placed now)."""
+        with self._lock:
+            found = self._live.pop(entry.seq, None)
+        if found is None:
+            self._made(entry, from_tape=False)
+        else:
+            found[0].entry = entry
+
+    def gave(self, actual: Any) -> None:
+        """The verify call under way in this thread gave ``actual`` (``{"result": ...}``
+        or ``{"error": {...}}``), not what its recorded twin gave."""
+        made = self._verifying.get(threading.get_ident())
+        if made is None or made.entry is None:
+            return
+        entry = made.entry
+        if "error" in actual:
+            error = msgspec.convert(actual["error"], type=ErrorInfo)
+            made.entry = msgspec.structs.replace(entry, error=error, result=None)
+        else:
+            made.entry = msgspec.structs.replace(entry, result=actual.get("result"), error=None)
+
+    def done_verifying(self) -> None:
+        """The verify call under way in this thread is over."""
+        self._verifying.pop(threading.get_ident(), None)
+
+    def replace(self, old: CallEntry, new: CallEntry) -> None:
+        """A process taken before its stdin was written is answered by ``new`` instead."""
+        with self._lock:
+            for made in reversed(self.made):
+                if made.entry is old:
+                    made.entry = new
+                    return
+
+    def crashed(self, error: Entry) -> None:
+        """A worker (or the session) ended with ``error``."""
+        self._made(error, from_tape=False)
+
+    def counts(self) -> tuple[int, int]:
+        """The calls the tape answered, and the calls that ran live (the fork's own
+        call not counted)."""
+        with self._lock:
+            made = list(self.made)
+        from_tape = sum(1 for m in made if m.from_tape)
+        live = sum(1 for m in made if not m.from_tape and m.entry is not None and m.entry.seq < 0)
+        return from_tape, live
