@@ -32,6 +32,8 @@ class Made(msgspec.Struct, kw_only=True):
     from_tape: bool
     worker: str
     thread: str
+    #: A verify call: it ran for real, in the place of the recorded call ``entry``.
+    verify: bool = False
 
 
 class Branch:
@@ -64,8 +66,9 @@ class Branch:
 
     def answered(self, entry: CallEntry, *, verify: bool = False) -> None:
         """The calling worker's call was answered by the recorded ``entry`` (or, for a
-        verify call, runs for real in its place)."""
+        verify call, runs for real in its place: not counted as answered by the tape)."""
         made = self._made(entry, from_tape=True)
+        made.verify = verify
         if verify:
             self._verifying[threading.get_ident()] = made
 
@@ -131,6 +134,6 @@ class Branch:
         call not counted)."""
         with self._lock:
             made = list(self.made)
-        from_tape = sum(1 for m in made if m.from_tape)
+        from_tape = sum(1 for m in made if m.from_tape and not m.verify)
         live = sum(1 for m in made if not m.from_tape and m.entry is not None and m.entry.seq < 0)
         return from_tape, live
