@@ -129,11 +129,20 @@ class Branch:
         """A worker (or the session) ended with ``error``."""
         self._made(error, from_tape=False)
 
+    def live_seqs(self) -> list[int]:
+        """The provisional seqs of the live calls that ended."""
+        with self._lock:
+            return [m.entry.seq for m in self.made if m.entry is not None and _live(m)]
+
     def counts(self) -> tuple[int, int]:
         """The calls the tape answered, and the calls that ran live (the fork's own
         call not counted)."""
         with self._lock:
             made = list(self.made)
         from_tape = sum(1 for m in made if m.from_tape and not m.verify)
-        live = sum(1 for m in made if not m.from_tape and m.entry is not None and m.entry.seq < 0)
-        return from_tape, live
+        return from_tape, sum(1 for m in made if _live(m))
+
+
+def _live(made: Made) -> bool:
+    """Whether ``made`` ran live (a provisional seq: the record side opened it)."""
+    return not made.from_tape and made.entry is not None and made.entry.seq < 0

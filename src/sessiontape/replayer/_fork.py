@@ -250,17 +250,17 @@ class ForkEngine(Branching):
             return result
         if report.ok:
             end = self._error(self._crash, "session") if self._crash is not None else None
-            result.written = str(
-                write_fork(
-                    self.recording,
-                    self._original,
-                    self.target,
-                    self._forked_from,
-                    self.branch.made,
-                    end,
-                    self._outcome_data,
-                )
+            written, renumbered = write_fork(
+                self.recording,
+                self._original,
+                self.target,
+                self._forked_from,
+                self.branch.made,
+                end,
+                self._outcome_data,
             )
+            result.written = str(written)
+            result.ran_live = sorted(renumbered[seq] for seq in self.branch.live_seqs())
         return result
 
     def close(self, exc: BaseException | None) -> bool:

@@ -99,11 +99,12 @@ def write_fork(
     made: Sequence[Made],
     end: Entry | None,
     outcome: Any = None,
-) -> Path:
+) -> tuple[Path, dict[int, int]]:
     """Write the branch to ``target`` (see the module's documentation). ``original`` is
     the tape's bytes as forked; ``made`` the branch's calls in the order they started;
     ``end`` the exception entry that ended the branch (``None``: it finished, with
-    ``outcome``)."""
+    ``outcome``). Returns the path and the new seq of each branch call by its seq in the
+    fork (recorded, or provisional for a live call)."""
     seq = note.seq
     header = _REPLACE(recording.header, forked_from=note)
     lines: list[bytes] = [_ENCODE(header)]
@@ -161,7 +162,7 @@ def write_fork(
     check_fork_target(target, note.tape, note.sha256)
     # The payloads first: the tape is checked against its sidecar before it is written.
     _copy_sidecar(Path(recording.path), target)
-    return write_new_cassette(target, lines)
+    return write_new_cassette(target, lines), renumbered
 
 
 def _branch_entries(

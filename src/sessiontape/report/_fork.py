@@ -29,6 +29,8 @@ class ForkResult(msgspec.Struct, kw_only=True):
     live: int = 0
     #: Where the branch tape was written (``None``: nothing was written).
     written: str | None = None
+    #: The seqs, in the branch tape, of the calls that ran live.
+    ran_live: list[int] = []
     #: The call the tape could not answer, when live calls were forbidden (``None``:
     #: the fork did not stop): worker, boundary and what it asked.
     stopped: str | None = None
