@@ -48,6 +48,11 @@ class Branch:
         self._live: dict[int, tuple[Made, int]] = {}
         #: Per thread, the verify call under way (its real result may differ).
         self._verifying: dict[int, Made] = {}
+        #: Held by the verify call running (see :meth:`running`), and the threads holding it.
+        self._serial = threading.Lock()
+        self._holding: set[int] = set()
+        #: Per thread, the place of the verify call without a twin running (:meth:`adding`).
+        self._adding: dict[int, Made] = {}
 
     def _made(self, entry: Entry | None, *, from_tape: bool, first: bool = False) -> Made:
         made = Made(
@@ -90,15 +95,32 @@ class Branch:
         found = self._live.get(seq)
         return None if found is None else found[1]
 
+    def adding(self) -> None:
+        """A verify call the tape has no twin for is about to run for real in this
+        thread: its place is now, and it runs alone (see :meth:`running`)."""
+        me = threading.get_ident()
+        if me in self._holding:
+            return
+        self._serial.acquire()
+        self._holding.add(me)
+        self._adding[me] = self._made(None, from_tape=False)
+
     def ended(self, entry: CallEntry) -> None:
         """A live call ended (``entry``, with its provisional seq), or a verify call the
-        tape has no twin for ran for real (``entry.seq`` 0: it is placed now)."""
+        tape has no twin for ran for real (``entry.seq`` 0: placed where it started)."""
+        me = threading.get_ident()
         with self._lock:
             found = self._live.pop(entry.seq, None)
-        if found is None:
-            self._made(entry, from_tape=False)
-        else:
+        if found is not None:
             found[0].entry = entry
+            return
+        placed = self._adding.pop(me, None) if entry.seq == 0 else None
+        if placed is None:
+            self._made(entry, from_tape=False)
+            return
+        placed.entry = entry
+        self._holding.discard(me)
+        self._serial.release()
 
     def gave(self, actual: Any) -> None:
         """The verify call under way in this thread gave ``actual`` (``{"result": ...}``
@@ -113,9 +135,29 @@ class Branch:
         else:
             made.entry = msgspec.structs.replace(entry, result=actual.get("result"), error=None)
 
+    def running(self) -> None:
+        """The verify call under way in this thread runs now: its place in the branch is
+        where it runs, not where it was matched (another worker's call may run in
+        between). The verify calls of a branch run one at a time, so that this order is
+        the order they ran in, which a replay of the branch keeps (a recording takes its
+        seq when a call starts, and its program does not race to the store on virtual
+        time)."""
+        me = threading.get_ident()
+        made = self._verifying.get(me)
+        if made is None or me in self._holding:
+            return
+        self._serial.acquire()
+        self._holding.add(me)
+        with self._lock:
+            made.order = next(self._order)
+
     def done_verifying(self) -> None:
         """The verify call under way in this thread is over."""
-        self._verifying.pop(threading.get_ident(), None)
+        me = threading.get_ident()
+        self._verifying.pop(me, None)
+        if me in self._holding:
+            self._holding.discard(me)
+            self._serial.release()
 
     def replace(self, old: CallEntry, new: CallEntry) -> None:
         """A process taken before its stdin was written is answered by ``new`` instead."""

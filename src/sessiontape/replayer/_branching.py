@@ -193,6 +193,8 @@ class Branching(ReplayEngine):
         loose = bool(noise.masks or noise.patterns) or self.correlations.pairs != {}
         entry = self._asked.take(boundary, actual, worker, any_input=any_input, loose=loose)
         if entry is None:
+            if boundary in self._outcome.verify:
+                self.branch.adding()  # it runs for real now, and is added (add_call)
             self._missed[worker] = actual  # named if the fork may not run it live
             return None
         self._outcome.position[worker] = entry.seq
@@ -285,6 +287,10 @@ class Branching(ReplayEngine):
             self.branch.gave(fields.get("actual"))
             return
         super().mismatch(kind, **fields)
+
+    def clock_at(self, entry: CallEntry) -> None:
+        self.branch.running()  # a verify call starts for real now
+        super().clock_at(entry)
 
     def turn_done(self, name: str, seq: int) -> None:
         self.branch.done_verifying()
