@@ -177,12 +177,12 @@ class Branch:
             return [m.entry.seq for m in self.made if m.entry is not None and _live(m)]
 
     def counts(self) -> tuple[int, int]:
-        """The calls the tape answered, and the calls that ran live (the fork's own
-        call not counted)."""
+        """The calls after the fork the tape answered, and those that ran live (the
+        fork's own call is not after it: it is not counted)."""
         with self._lock:
             made = list(self.made)
         from_tape = sum(1 for m in made if m.from_tape and not m.verify)
-        return from_tape, sum(1 for m in made if _live(m))
+        return from_tape, sum(1 for m in made if _live(m) and m.order >= 0)
 
 
 def _live(made: Made) -> bool:
