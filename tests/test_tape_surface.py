@@ -29,7 +29,8 @@ from sessiontape.tape._record import RecordTape
 
 #: What each tape has beyond the wiring, and why it is not wiring.
 BEYOND_THE_WIRING: dict[type[Tape], set[str]] = {
-    # What a test or a tool asks of a replay: its settings, what it served, its chaos.
+    # What a test or a tool asks of a replay: its settings, what it served, its chaos,
+    # what its fork did.
     ReplayTape: {
         "recording",
         "strict",
@@ -39,6 +40,7 @@ BEYOND_THE_WIRING: dict[type[Tape], set[str]] = {
         "scrubber",
         "chaos",
         "save_chaos",
+        "fork",
     },
     # What a recording is: where it writes, how much it keeps, how far it got.
     RecordTape: {

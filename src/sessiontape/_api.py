@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .cassette import Level, Recording
     from .recorder import IfExists
-    from .replayer import Noise, Schedule
+    from .replayer import Fork, Noise, Schedule
     from .scrub import PathRoots
     from .tape import ReplayTape, Tape
 
@@ -94,6 +94,7 @@ def replay(
     live: Sequence[str] = (),
     app_version: str | None = None,
     schedule: Schedule | None = None,
+    fork: Fork | None = None,
 ) -> ReplayTape:
     """Replay a cassette (a path or a loaded :class:`Recording`).
 
@@ -130,6 +131,15 @@ def replay(
     each call answered by the recorded call that asked the same. The tape then never
     raises on a divergence; ``tape.chaos`` (after the ``with`` block) says whether the
     schedule passed, failed (and how) or was inadmissible.
+
+    With a :class:`Fork` (``Fork(seq=54, answer={...})``), the replay is exact up to the
+    call recorded at ``seq``, which gets ``answer`` instead of its recorded one (or runs
+    live, with no answer); after it, each call is answered by a recorded call not yet used
+    that asked exactly the same, and runs live through the real runner, adapter or
+    object the application wired otherwise (``Fork(..., live=False)``: stops there,
+    named in ``tape.fork.stopped``). The branch is written beside the tape as
+    ``x.fork-SEQ.jsonl``, whose header names the tape, its SHA-256, the seq and the
+    answer; ``tape.fork`` says how many calls the tape answered and how many ran live.
     """
     from . import _hooks
     from ._errors import UsageError
@@ -138,6 +148,7 @@ def replay(
         DEFAULT_LOOKAHEAD,
         DEFAULT_ORDER_TIMEOUT,
         ChaosEngine,
+        ForkEngine,
         Noise,
         ReplayEngine,
         SavedScheduleEngine,
@@ -154,6 +165,11 @@ def replay(
             "a chaos schedule replays the tape in an order production did not run and "
             "never rewrites it: pass schedule= without update= or live=."
         )
+    if fork is not None and (schedule is not None or update or live):
+        raise UsageError(
+            "a fork writes its branch beside the tape and runs live what the tape cannot "
+            "answer: pass fork= without schedule=, update= or live=."
+        )
     if lookahead is None:
         lookahead = DEFAULT_LOOKAHEAD
     if order_timeout is None:
@@ -163,6 +179,9 @@ def replay(
     kind: type[ReplayEngine] = ReplayEngine
     if schedule is not None:
         kind = ChaosEngine
+    elif fork is not None:
+        kind = ForkEngine
+        options["fork"] = fork
     elif recording.header.schedule is not None and not update and not live:
         kind = SavedScheduleEngine  # a saved schedule stops where the schedule stopped
     engine = kind(

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from . import caps_chaos, caps_keep, caps_look, caps_record, caps_review
+from . import caps_chaos, caps_fork, caps_keep, caps_look, caps_record, caps_review
 from .harness import Cell, Shelf
 from .matrix import CAPABILITIES, FAST, FLAKY, KNOWN, NOT_APPLICABLE, PROGRAMS, ZooProgram, cells
 
 CAPABILITY: dict[str, Callable[[Cell], None]] = {}
-for _module in (caps_record, caps_keep, caps_review, caps_chaos, caps_look):
+for _module in (caps_record, caps_keep, caps_review, caps_chaos, caps_look, caps_fork):
     for _name in CAPABILITIES:
         if hasattr(_module, _name):
             CAPABILITY[_name] = getattr(_module, _name)

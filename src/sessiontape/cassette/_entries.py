@@ -37,6 +37,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorOrigin",
     "ExactBytes",
+    "ForkedFrom",
     "Patched",
     "Payload",
     "ProcessCall",
@@ -215,6 +216,18 @@ class SavedSchedule(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     worker: str | None = None
 
 
+class ForkedFrom(msgspec.Struct, frozen=True, kw_only=True):
+    """What a tape written by a fork (``--sessiontape-fork``) branched from: the tape
+    (``tape``, its file name, and ``sha256``, of its bytes), the seq of the call where it
+    parted, and the answer that call was given (``None``: it ran live). Every line before
+    ``seq`` is the original's, byte for byte."""
+
+    tape: str
+    sha256: str
+    seq: int
+    answer: Any | None = None
+
+
 class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     """The first line of every cassette: who recorded what, where, and with which settings.
 
@@ -239,6 +252,8 @@ class SessionStart(_Entry, frozen=True, kw_only=True, tag="session_start"):
     rerecorded: list[Rerecorded] | None = None
     #: The failing chaos schedule this tape was saved from (``None``: not one).
     schedule: SavedSchedule | None = None
+    #: The tape and call this tape was forked from (``None``: not a fork).
+    forked_from: ForkedFrom | None = None
 
 
 class StoreSnapshot(_Entry, frozen=True, kw_only=True, tag="store_snapshot"):

@@ -184,6 +184,7 @@ class CassetteItem(pytest.Item):
                 noise=settings.noise,
                 update=settings.update,
                 live=settings.live,
+                fork=settings.fork,
             )
             with player:
                 hook = _hooks.get_plugin_manager().hook

@@ -58,6 +58,8 @@ MARKER_LINE: Final = (
 REPORT_PROPERTY: Final = "sessiontape_report"
 #: The user property carrying what an update or a live re-record changed in a tape.
 REWRITES_PROPERTY: Final = "sessiontape_rewrites"
+#: The user property carrying what a fork did (its summary line).
+FORK_PROPERTY: Final = "sessiontape_fork"
 #: The tape a test's ``tape`` fixture opened (``_fixture._Active``), on the item.
 ACTIVE_TAPE: Final = pytest.StashKey[Any]()
 #: The ini settings and their defaults: a value other than its default is a use.
@@ -135,6 +137,19 @@ def _report_path(value: str) -> str:
     if not value.strip() or Path(value).is_dir():
         raise argparse.ArgumentTypeError(f"{value!r} is a directory; name a .json file.")
     return value
+
+
+def _fork_seq(value: str) -> int:
+    """``--sessiontape-fork SEQ``: a seq, a whole number from 1 (seq 0 is the header)."""
+    try:
+        seq = int(value)
+    except ValueError:
+        seq = 0
+    if seq < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give the seq of a recorded call (sessiontape show TAPE lists them)."
+        )
+    return seq
 
 
 def _live_selector(value: str) -> str:
@@ -413,6 +428,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "for real and are recorded, the others are served from the tape; the new tape is "
         "written beside (x.rerecorded.jsonl), or over the old one with "
         "--sessiontape-update (repeatable, or comma-separated).",
+    )
+    group.addoption(
+        "--sessiontape-fork",
+        dest="sessiontape_fork",
+        default=None,
+        type=_fork_seq,
+        metavar="SEQ",
+        help="fork each replayed tape at the call recorded at SEQ: everything before it "
+        "replays as recorded, that call gets --sessiontape-fork-answer (or runs live), "
+        "each later call is answered by a recorded call that asked the same or runs live; "
+        "the branch is written beside the tape (x.fork-SEQ.jsonl).",
+    )
+    group.addoption(
+        "--sessiontape-fork-answer",
+        dest="sessiontape_fork_answer",
+        default=None,
+        metavar="FILE.json",
+        help="the answer of the call at --sessiontape-fork: a StepResult's fields (an "
+        "agent turn), returncode/stdout/stderr (a process call), a user boundary's result.",
+    )
+    group.addoption(
+        "--sessiontape-fork-no-live",
+        dest="sessiontape_fork_no_live",
+        action="store_true",
+        default=False,
+        help="with --sessiontape-fork: stop at the first call after the fork that no "
+        "recorded call answers, naming it, instead of running it live.",
     )
     _add_chaos_options(group)
     parser.addini(

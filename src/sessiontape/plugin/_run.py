@@ -21,6 +21,7 @@ import pytest
 from .._errors import StoreWarning
 from ._chaos import chaos_header, configure_chaos
 from ._options import (
+    FORK_PROPERTY,
     REPORT_PROPERTY,
     REWRITES_PROPERTY,
     read_header,
@@ -89,6 +90,8 @@ class _RunPlugin:
         self.reports: list[dict[str, Any]] = []
         #: What updates and live re-records changed, one dict per replayed tape.
         self.rewrites: list[dict[str, Any]] = []
+        #: What each fork did, one summary line per forked tape.
+        self.forks: list[str] = []
         #: The end-of-run line about tapes with pending changes (``None``: none).
         self.pending_line: str | None = None
 
@@ -132,11 +135,20 @@ class _RunPlugin:
                 self.reports.append(value)
             elif name == REWRITES_PROPERTY:
                 self.rewrites.append(value)
+            elif name == FORK_PROPERTY:
+                self.forks.append(str(value["line"]))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """List what updates changed, the way ``syrupy --snapshot-update`` does: the
-        counts first, then each change (on the xdist controller, from every worker)."""
-        if hasattr(self.config, "workerinput") or not self.rewrites:
+        counts first, then each change (on the xdist controller, from every worker); and
+        what each fork did, one line each."""
+        if hasattr(self.config, "workerinput"):
+            return
+        if self.forks:
+            terminalreporter.section("sessiontape fork")
+            for line in sorted(self.forks):
+                terminalreporter.write_line(line)
+        if not self.rewrites:
             return
         import msgspec
 
@@ -230,6 +242,16 @@ def attach_report(
                 },
             )
         )
+    if report.fork is not None:
+        import msgspec
+
+        fork = report.fork
+        shown = msgspec.structs.replace(
+            fork,
+            tape=shown_path(Path(fork.tape), item.config),
+            written=shown_path(Path(fork.written), item.config) if fork.written else None,
+        )
+        item.user_properties.append((FORK_PROPERTY, {"line": shown.line()}))
     if run_settings(item.config).report is None:
         return
     receipt = {"nodeid": item.nodeid, **report.to_dict()}

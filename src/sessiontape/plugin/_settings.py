@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple
@@ -20,8 +21,17 @@ from .._errors import SessiontapeError
 
 if TYPE_CHECKING:
     from ..fleet import Shard
+    from ..replayer import Fork
 
-__all__ = ["SETTINGS", "RecordMode", "Settings", "in_ci", "record_mode", "update_mode"]
+__all__ = [
+    "SETTINGS",
+    "RecordMode",
+    "Settings",
+    "fork_settings",
+    "in_ci",
+    "record_mode",
+    "update_mode",
+]
 
 
 class RecordMode(str, enum.Enum):
@@ -76,6 +86,9 @@ class Settings(NamedTuple):
     live: tuple[str, ...] = ()
     #: ``--sessiontape-unused``: list cassettes and calls no test uses.
     unused: bool = False
+    #: ``--sessiontape-fork`` (with its answer and ``-no-live``): where and how each
+    #: replayed tape is forked (``None``: it is not).
+    fork: Fork | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -123,6 +136,13 @@ class Settings(NamedTuple):
         chaos = config.getoption("sessiontape_chaos", None) is not None or (
             config.getoption("sessiontape_chaos_seed", None) is not None
         )
+        fork = fork_settings(config)
+        if fork is not None and (chaos or update or live):
+            raise pytest.UsageError(
+                "--sessiontape-fork writes a branch beside each tape and runs live what the "
+                "tape cannot answer: run it in a pytest run of its own, without "
+                "--sessiontape-update, --sessiontape-live or the chaos options."
+            )
         if chaos and (update or live):
             # A schedule runs the tape in an order production did not: nothing it does
             # is a fact about today's code to write back into the tape.
@@ -146,7 +166,40 @@ class Settings(NamedTuple):
             update=update,
             unused=bool(config.getoption("sessiontape_unused")),
             live=live,
+            fork=fork,
         )
+
+
+def fork_settings(config: pytest.Config) -> Fork | None:
+    """The fork ``--sessiontape-fork`` asks for, its answer read from its JSON file."""
+    seq: int | None = config.getoption("sessiontape_fork", None)
+    answer_file: str | None = config.getoption("sessiontape_fork_answer", None)
+    no_live = bool(config.getoption("sessiontape_fork_no_live", False))
+    if seq is None:
+        if answer_file is not None or no_live:
+            raise pytest.UsageError(
+                "--sessiontape-fork-answer and --sessiontape-fork-no-live go with "
+                "--sessiontape-fork=SEQ: name the call to fork at."
+            )
+        return None
+    answer = None
+    if answer_file is not None:
+        path = config.invocation_params.dir / answer_file
+        try:
+            answer = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(
+                f"--sessiontape-fork-answer={answer_file}: cannot read a JSON answer from "
+                f"it ({exc}). Write the answer as a JSON file."
+            ) from None
+        if answer is None:
+            raise pytest.UsageError(
+                f"--sessiontape-fork-answer={answer_file} holds null; leave the option out "
+                "to run the call live."
+            )
+    from ..replayer import Fork
+
+    return Fork(seq=seq, answer=answer, live=not no_live)
 
 
 SETTINGS: Final = pytest.StashKey[Settings]()

@@ -128,10 +128,16 @@ def resolve_replay(settings: Settings) -> Resolved:
     fleet layer is not even imported).
     """
     urls = [v for v in settings.replay if "://" in v]
-    if urls and (settings.update or settings.live):
+    if urls and (settings.update or settings.live or settings.fork):
         # The run reads a store's tapes through the local cache: rewriting the cached copy
         # would change no tape anyone keeps, and leave the cache stale.
-        flag = "--sessiontape-update" if settings.update else "--sessiontape-live"
+        flag = (
+            "--sessiontape-update"
+            if settings.update
+            else "--sessiontape-live"
+            if settings.live
+            else "--sessiontape-fork"
+        )
         raise pytest.UsageError(
             f"sessiontape: {flag} rewrites tapes in place, and {urls[0]} is a store whose "
             "tapes this run only reads through its cache. Pull them into a folder, replay "

@@ -7,11 +7,13 @@ imports the recording engine, nor the recording engine it.
 from __future__ import annotations
 
 from ._align import Normalize
+from ._branching import Fork, ForkStopped, RunLive
 from ._chaos import ChaosEngine, ScheduledClock, ScheduleStopped
 from ._clock import IGNORED_MODULES, FakeClock
 from ._correlate import Correlations
 from ._engine import DEFAULT_LOOKAHEAD, DEFAULT_ORDER_TIMEOUT, UNSET, ReplayEngine, prepare
 from ._explain import DEFAULT_SAMPLES, DEFAULT_THRESHOLD, explain
+from ._fork import ForkEngine
 from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, Path, compare
@@ -42,12 +44,16 @@ __all__ = [
     "ChaosEngine",
     "Correlations",
     "FakeClock",
+    "Fork",
+    "ForkEngine",
+    "ForkStopped",
     "Invariant",
     "Matcher",
     "Noise",
     "Normalize",
     "Path",
     "ReplayEngine",
+    "RunLive",
     "SavedScheduleEngine",
     "Schedule",
     "ScheduleStopped",

@@ -23,6 +23,7 @@ from ._classify import ERROR_CLASSES, Classifier, classify_error, failed
 from ._describe import command_name, describe, format_ms, payload_size, subcommand
 from ._diff import NEAREST_SCAN_LIMIT, diff_values, diff_values_counted, nearest_candidate
 from ._explain import Estimate, Explanation
+from ._fork import ForkResult
 from ._model import (
     Candidate,
     Correlation,
@@ -58,6 +59,7 @@ __all__ = [
     "Explanation",
     "FailureKind",
     "FieldDiff",
+    "ForkResult",
     "Mismatch",
     "MismatchKind",
     "ReplayMismatch",

@@ -15,6 +15,7 @@ import msgspec
 from .._errors import SessiontapeError
 from ._advice import LIVE_KINDS, suggest_next_step
 from ._diff import diff_values
+from ._fork import ForkResult
 from ._model import Correlation, Mismatch, MismatchKind, compute_ok
 from ._rewrites import Rewrite, pending_line, render_rewrites
 from ._values import json_enc_hook, jsonable, restore_missing, summarize_value
@@ -133,6 +134,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     #: What the tape is, when it is a saved chaos schedule: the schedule, the failure it
     #: was saved with, and the workers stopped where the schedule stopped them.
     saved_schedule: str | None = None
+    #: What a fork did (``--sessiontape-fork``; ``None``: the replay was not a fork).
+    fork: ForkResult | None = None
 
     compute_ok = staticmethod(compute_ok)
 
@@ -309,6 +312,8 @@ class ReplayReport(msgspec.Struct, kw_only=True):
             lines.append(f"workers: {', '.join(self.workers)}")
         if self.saved_schedule:
             lines.append(f"saved schedule: {self.saved_schedule}")
+        if self.fork is not None:
+            lines.append(self.fork.line())
         lines.extend(render_rewrites(self.rewrites, self.rewritten_to, self.pending_to))
         if self.correlations:
             lines.append(

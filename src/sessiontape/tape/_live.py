@@ -16,7 +16,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .._context import parent_var, worker_var
 from .._errors import RecordingWarning
@@ -31,19 +31,37 @@ from ..cassette import (
     Sidecar,
 )
 from ..recorder import Opened
-from ..replayer import ReplayEngine
+from ..replayer import ReplayEngine, RunLive
 from ..scrub import Scrubber, Unencodable, scrub_entry, to_data
 
-__all__ = ["AsyncLiveRunner", "LiveRunner", "LiveSide", "live_methods", "process_picker"]
+__all__ = [
+    "AsyncLiveRunner",
+    "LiveRunner",
+    "LiveSeqs",
+    "LiveSide",
+    "live_methods",
+    "process_picker",
+]
+
+
+class LiveSeqs(Protocol):
+    """Who numbers the live calls: the live re-record's ``Updater``, or a fork's engine."""
+
+    def provisional_seq(self) -> int:
+        """A seq for a live call starting now (negative; renumbered when written)."""
+
+    def started(self, seq: int) -> int | None:
+        """When the live call ``seq`` started, in real time (monotonic ns)."""
 
 
 class LiveSide:
-    """A record side whose entries go into the new tape of a live re-record."""
+    """A record side whose entries go into the new tape of a live re-record or a fork."""
 
     level = Level.FULL
 
-    def __init__(self, engine: ReplayEngine, sidecar_of: str) -> None:
+    def __init__(self, engine: ReplayEngine, sidecar_of: str, seqs: LiveSeqs) -> None:
         self._engine = engine
+        self._seqs = seqs
         self._sidecar = Sidecar(sidecar_of)
         self._codec: PayloadCodec | None = None
         self._lock = threading.Lock()
@@ -72,9 +90,7 @@ class LiveSide:
 
     def open(self) -> Opened:
         # The call starts at the virtual time the replay is at: the tape's time axis.
-        updater = self._engine.updater
-        assert updater is not None  # a live side exists only in a live re-record
-        seq = updater.provisional_seq()
+        seq = self._seqs.provisional_seq()
         self._engine.progress.moved()  # a live call started: the replay moves
         clock = self._engine.clock
         return (
@@ -88,8 +104,7 @@ class LiveSide:
 
     def elapsed(self, opened: Opened) -> int:
         # Its duration is real: the call ran for real.
-        updater = self._engine.updater
-        started = updater.started(opened[0]) if updater is not None else None
+        started = self._seqs.started(opened[0])
         return 0 if started is None else REAL.monotonic_ns() - started
 
     def write(self, entry: Entry) -> None:
@@ -162,11 +177,15 @@ class LiveRunner:
         timeout: float | None = None,
         text: bool = False,
     ) -> ProcessResult:
-        """Run ``argv`` for real when it is live, else answer it from the tape."""
+        """Run ``argv`` for real when it is live, else answer it from the tape (a fork
+        runs it for real when the tape has no answer)."""
         if not self._picks(argv):
-            return self._replayed.run(
-                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
-            )
+            try:
+                return self._replayed.run(
+                    argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+                )
+            except RunLive:
+                pass
         with self._progress.live_call():
             return self._recording.run(
                 argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
@@ -182,9 +201,18 @@ class LiveRunner:
         timeout: float | None = None,
         text: bool = True,
     ) -> ProcessStream:
-        """Stream ``argv`` for real when it is live, else from the tape."""
-        runner = self._recording if self._picks(argv) else self._replayed
-        return runner.stream(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
+        """Stream ``argv`` for real when it is live, else from the tape (a fork streams
+        it for real when the tape has no answer)."""
+        if not self._picks(argv):
+            try:
+                return self._replayed.stream(
+                    argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+                )
+            except RunLive:
+                pass
+        return self._recording.stream(
+            argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+        )
 
 
 class AsyncLiveRunner:
@@ -209,11 +237,15 @@ class AsyncLiveRunner:
         timeout: float | None = None,
         text: bool = False,
     ) -> ProcessResult:
-        """Await ``argv`` for real when it is live, else answer it from the tape."""
+        """Await ``argv`` for real when it is live, else answer it from the tape (a fork
+        awaits it for real when the tape has no answer)."""
         if not self._picks(argv):
-            return await self._replayed.run(
-                argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
-            )
+            try:
+                return await self._replayed.run(
+                    argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
+                )
+            except RunLive:
+                pass
         with self._progress.live_call():
             return await self._recording.run(
                 argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text
@@ -254,7 +286,10 @@ def live_methods(
     def choose(method: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             if not picked():
-                return getattr(replayed, method)(*args, **kwargs)
+                try:
+                    return getattr(replayed, method)(*args, **kwargs)
+                except RunLive:  # a fork: the tape has no answer, the call runs live
+                    pass
             with progress.live_call():
                 return getattr(live, method)(*args, **kwargs)
 
@@ -262,7 +297,10 @@ def live_methods(
         # coroutine runs: in the task's own context, where its worker is.
         async def acall(*args: Any, **kwargs: Any) -> Any:
             if not picked():
-                return await getattr(replayed, method)(*args, **kwargs)
+                try:
+                    return await getattr(replayed, method)(*args, **kwargs)
+                except RunLive:
+                    pass
             with progress.live_call():
                 return await getattr(live, method)(*args, **kwargs)
 

@@ -39,8 +39,8 @@ from ..boundaries import (
     watching_processes,
 )
 from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
-from ..replayer import UNSET, ChaosEngine, FakeClock, Invariant, Noise, ReplayEngine
-from ..report import ChaosResult, ReplayReport
+from ..replayer import UNSET, ChaosEngine, FakeClock, ForkEngine, Invariant, Noise, ReplayEngine
+from ..report import ChaosResult, ForkResult, ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
 from ._base import Mode, Tape
@@ -73,11 +73,12 @@ class ReplayTape(Tape):
         self._stack.enter_context(watching_processes(engine))
         # Live payloads past the inline limit go to the sidecar of the tape being written.
         updater = engine.updater
-        self._live = (
-            LiveSide(engine, str(updater.target))
-            if engine.live is not None and updater is not None
-            else None
-        )
+        self._live: LiveSide | None = None
+        if engine.live is not None and updater is not None:
+            self._live = LiveSide(engine, str(updater.target), updater)
+        elif isinstance(engine, ForkEngine):
+            # A fork runs live whatever the tape cannot answer after it parts.
+            self._live = LiveSide(engine, str(engine.target), engine)
         activate(self)
         if isinstance(engine, ChaosEngine):
             # Under a schedule, the thread creating the tape holds the baton from now on.
@@ -135,6 +136,12 @@ class ReplayTape(Tape):
         engine = self._engine
         return engine.result if isinstance(engine, ChaosEngine) else None
 
+    @property
+    def fork(self) -> ForkResult | None:
+        """In a fork, what it did (once the replay is finished); else ``None``."""
+        report = self._engine.report
+        return report.fork if report is not None else None
+
     def save_chaos(self, target: str | os.PathLike[str]) -> Path:
         """Write the chaos schedule this replay ran as a cassette of its own at
         ``target``: the calls in the order they ran, answered as the original answered
@@ -173,7 +180,10 @@ class ReplayTape(Tape):
         return self._processes
 
     def _picks(self, boundary: str) -> bool:
-        """Whether a live re-record may pick calls of ``boundary`` (or of a worker)."""
+        """Whether a live re-record may pick calls of ``boundary`` (or of a worker), or a
+        fork run them live."""
+        if isinstance(self._engine, ForkEngine):
+            return True
         live = self._engine.live
         return live is not None and any(s.boundary in (None, boundary) for s in live.items)
 
@@ -214,6 +224,8 @@ class ReplayTape(Tape):
         if self._live is None or not self._picks(BOUNDARY_AGENT):
             return replayed
         if adapter is None:
+            if isinstance(self._engine, ForkEngine):
+                return replayed  # a call the tape cannot answer raises RunLive, saying why
             raise UsageError(
                 "a live re-record of the agent needs the real adapter: pass it to "
                 "tape.agent(adapter, ...) as when recording."
@@ -256,6 +268,8 @@ class ReplayTape(Tape):
         if self._live is None or kind is not BoundaryKind.SUBSTITUTE or not self._picks(name):
             return replayed
         if obj is None:
+            if isinstance(self._engine, ForkEngine):
+                return replayed
             raise UsageError(
                 f"a live re-record of {name!r} needs the real object: pass it to "
                 f"tape.boundary({name!r}, obj, ...) as when recording."

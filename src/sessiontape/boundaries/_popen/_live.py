@@ -19,6 +19,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from ...replayer import RunLive
 from .._process import IN_PROCESS_CALL, ProcessReplay
 from .._protocols import RecordSide
 from ._asyncio import recording_asyncio, replaying_asyncio
@@ -72,8 +73,13 @@ def _init(replayed: Any, picks: Picks) -> Any:
             argv = _argv(popen, args, more, kwargs)
             live = argv is not None and picks(argv)
         if not live:
-            replayed(popen, args, *more, **kwargs)
-            return
+            try:
+                replayed(popen, args, *more, **kwargs)
+                return
+            except RunLive:
+                # A fork: the tape has no answer; nothing was served, and the process is
+                # started for real on the same object, as a live one.
+                popen.__dict__.clear()
         popen.__dict__[_LIVE] = True
         original(popen, args, *more, **kwargs)
 

@@ -1,0 +1,126 @@
+"""Fork: what if the agent had answered otherwise at one step?
+
+Each program that has a fork cell names the step to fork at (its first agent answer: an
+agent turn, or the model process of the command-line tool) and two answers
+(:data:`ANSWERS`): one that changes the answer but not what the program asks next (every
+call after the fork is answered by the tape: the replay starts no process at all), and one
+that changes what it asks next (the first call after the fork the tape cannot answer:
+with live calls forbidden, the fork stops there and names it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sessiontape
+from sessiontape import AgentTurn, ProcessCall
+from sessiontape.cassette import CallEntry
+
+from .harness import Cell
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    """Where a program is forked, and with which answers."""
+
+    #: The recorded call to fork at.
+    step: Callable[[CallEntry], bool]
+    #: The recorded call's answer made into one the program takes the same path with.
+    same_path: Callable[[CallEntry], Any]
+    #: The recorded call's answer made into one that changes what the program asks next.
+    other_path: Callable[[CallEntry], Any]
+    #: The argv (or its start) of the first call the tape cannot answer after it.
+    stops_at: Callable[[CallEntry], list[str]]
+
+
+def _model_stdout(entry: CallEntry) -> dict[str, Any]:
+    assert isinstance(entry, ProcessCall)
+    stdout = entry.stdout
+    assert isinstance(stdout, str), stdout
+    return dict(json.loads(stdout))
+
+
+def _labelled(entry: CallEntry) -> list[str]:
+    # The first issue is labelled with the label the fork gave.
+    return ["gh", "issue", "edit"]
+
+
+ANSWERS: dict[str, ForkPlan] = {
+    # The agent's verdict: `action` is not read by the program, `message` is committed.
+    "threads": ForkPlan(
+        step=lambda e: isinstance(e, AgentTurn),
+        same_path=lambda e: {**e.result, "action": "hold"},  # type: ignore[union-attr]
+        other_path=lambda e: {**e.result, "message": "what if: another message"},  # type: ignore[union-attr]
+        stops_at=lambda e: ["git", "commit", "-q", "-m", "what if: another message"],
+    ),
+    # The model process's answer: the same label written otherwise, or another label.
+    "cli": ForkPlan(
+        step=lambda e: isinstance(e, ProcessCall) and e.argv[1:2] == ["-c"],
+        same_path=lambda e: {"stdout": json.dumps(_model_stdout(e), indent=2)},
+        other_path=lambda e: {"stdout": json.dumps({"label": "what-if"})},
+        stops_at=_labelled,
+    ),
+}
+
+
+def _at(tape: Path, plan: ForkPlan) -> CallEntry:
+    return next(e for e in sessiontape.load(tape).calls if plan.step(e))
+
+
+def _before(tape: Path, seq: int) -> list[bytes]:
+    return [
+        line
+        for line in tape.read_bytes().splitlines()[1:]
+        if json.loads(line)["seq"] < seq and json.loads(line)["kind"] != "session_end"
+    ]
+
+
+def fork(cell: Cell) -> None:
+    """A changed answer the program takes the same path with: a branch beside the tape,
+    every later call answered by the tape (the count of them; no process started), its
+    lines before the fork the original's, replaying green; an answer that changes the
+    path, with live calls forbidden: a stop naming the first call the tape cannot
+    answer, and nothing written."""
+    plan = ANSWERS[cell.program.name]
+    tape = cell.recorded()
+    at = _at(tape, plan)
+    recording = sessiontape.load(tape)
+    hidden = {e.seq for e in recording.calls if e.parent is not None}
+    substituted_after = [
+        e
+        for e in recording.calls
+        if e.seq > at.seq and e.seq not in hidden and not isinstance(e, sessiontape.StoreMutation)
+    ]
+    answer = plan.same_path(at)
+    forked = cell.replay_api(tape, fork=sessiontape.Fork(seq=at.seq, answer=answer))
+    result = forked.tape.fork
+    assert forked.report.ok, forked.report.render()
+    assert result is not None
+    branch = tape.with_name(f"{tape.stem}.fork-{at.seq}.jsonl")
+    assert result.written == str(branch)
+    # No process started (replay_api checks it): every call after the fork was the tape's.
+    assert (result.from_tape, result.live, result.ran_live) == (len(substituted_after), 0, [])
+    assert _before(branch, at.seq) == _before(tape, at.seq)
+    header = sessiontape.load(branch).header
+    assert header.forked_from is not None
+    assert (header.forked_from.tape, header.forked_from.seq) == (tape.name, at.seq)
+    replayed = cell.replay_api(branch)
+    assert replayed.report.ok, replayed.report.render()
+    assert replayed.report.consumed == replayed.report.loaded
+    branch.unlink()
+
+    stopped = cell.replay_api(
+        tape, fork=sessiontape.Fork(seq=at.seq, answer=plan.other_path(at), live=False)
+    )
+    result = stopped.tape.fork
+    assert result is not None
+    assert not stopped.report.ok
+    assert result.written is None
+    assert not branch.exists()
+    assert result.stopped is not None
+    argv = plan.stops_at(at)
+    assert f"process: the process call {argv!r}"[:-1] in result.stopped, result.stopped
