@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import pytest
 
 import sessiontape
 import two_runs
-from sessiontape import SessionStart
+from sessiontape import ForkedFrom
 from sessiontape.cli._sides import pair_calls, sides_data
 from sessiontape.cli._viewdata import build_rows
 from sessiontape.cli._viewer import embedded
@@ -79,24 +79,10 @@ def test_the_fork_point_is_where_diff_finds_the_runs_part(runs: tuple[Path, Path
     assert len(same["pairs"]) == len(a.calls)
 
 
-class _Forked(msgspec.Struct, frozen=True):
-    """The ``forked_from`` the fork writes into a branch's header (its shape, for the
-    side-by-side view to read before and after the field exists)."""
-
-    tape: str
-    sha256: str
-    seq: int
-    answer: Any | None = None
-
-
-class _ForkedStart(SessionStart, frozen=True, kw_only=True):
-    forked_from: _Forked | None = None
-
-
 def test_a_recorded_fork_is_the_fork_point(runs: tuple[Path, Path]) -> None:
     a, b = (sessiontape.load(p) for p in runs)
-    fields = msgspec.structs.asdict(b.header)
-    b.header = _ForkedStart(**fields, forked_from=_Forked("a.jsonl", "0" * 64, 4, {"x": 1}))
+    forked = ForkedFrom(tape="a.jsonl", sha256="0" * 64, seq=4, answer={"x": 1})
+    b.header = msgspec.structs.replace(b.header, forked_from=forked)
     data = sides_data(a, build_rows(a), b, build_rows(b))
     assert data["fork"] == {
         "source": "forked_from",

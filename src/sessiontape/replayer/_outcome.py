@@ -78,9 +78,7 @@ class Outcome:
         #: re-record this replay is, if any: what the next steps' selector leaves out.
         self.verify: set[str] = set()
         self.live: tuple[str, ...] = ()
-        #: Scrubs text the application made (an exception's message, a command run outside
-        #: the interception) before it is in the report, which receipts write to disk
-        #: (set by the engine with its roots: the recording's scrubber).
+        #: Scrubs what the application says before the report (and a receipt) holds it.
         self.scrub: Callable[[str], str] = str
 
     @property
