@@ -173,9 +173,13 @@ def _check_shrink(res: dict[str, Any]) -> None:
     shrink = res["shrink"]
     for run in (shrink["shrink"], shrink["budget"]):
         assert run["valid"]
-        assert _positive(run["candidates"])
         assert _positive(run["wall_ns"])
-        assert run["entries_after"] < run["entries_before"]
+    assert _positive(shrink["shrink"]["candidates"])
+    assert shrink["shrink"]["entries_after"] < shrink["shrink"]["entries_before"]
+    # Under its budget (seconds of real time) shrink stops with the best tape so far: on a
+    # loaded machine, the budget can run out before a candidate is judged (seen in CI).
+    budget = shrink["budget"]
+    assert budget["entries_after"] <= budget["entries_before"]
     assert shrink["shrink"]["entries_after"] <= 2 * shrink["shrink"]["smallest"]
     minimize = shrink["minimize"]
     assert minimize["kept"] == 1

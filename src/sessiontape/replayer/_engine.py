@@ -189,7 +189,7 @@ class ReplayEngine(Serving):
     def _set_roots(self, roots: Mapping[str, str] | PathRoots | None) -> None:
         self.roots = roots if isinstance(roots, PathRoots) else _default_roots(roots)
         self.scrubber = _scrubber(self.roots, self._scrubbers)
-        self._outcome.scrub = self.scrubber.text
+        self._outcome.scrub = self.scrubber.secrets
         self.codec = PayloadCodec(
             Level.FULL,
             scrub=self.scrubber.text,
@@ -228,9 +228,9 @@ class ReplayEngine(Serving):
         """The error raised when a call has no recorded answer."""
         worker = worker_var.get()
         self.turns.stopped(worker)
-        # ``what`` shows today's request, which may hold a secret: scrubbed, as the report
+        # ``what`` shows today's request, which may hold a secret: redacted, as the report
         # it also reaches (and the receipt on disk) must be.
-        what = self.scrubber.text(what)
+        what = self.scrubber.secrets(what)
         return UnrecordedCallError(
             f"sessiontape: worker {worker!r}: {what} has no recorded answer on "
             f"{self.recording.path}; see the replay report.",

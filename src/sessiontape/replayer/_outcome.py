@@ -78,7 +78,7 @@ class Outcome:
         #: re-record this replay is, if any: what the next steps' selector leaves out.
         self.verify: set[str] = set()
         self.live: tuple[str, ...] = ()
-        #: Scrubs what the application says before the report (and a receipt) holds it.
+        #: Redacts secrets (paths kept) in what the application says, before the report holds it.
         self.scrub: Callable[[str], str] = str
 
     @property
