@@ -119,6 +119,12 @@ def pixel(page: Page, x: float, y: float) -> tuple[int, int, int]:
     return rgb[0], rgb[1], rgb[2]
 
 
+def is_schedule(rgb: tuple[int, int, int]) -> bool:
+    """Whether a pixel is the schedule marks' colour: within 3 of it on each channel, as
+    Chromium's anti-aliasing may blend an edge pixel by one (seen: (60, 89, 128))."""
+    return all(abs(a - b) <= 3 for a, b in zip(rgb, SCHEDULE_RGB, strict=True))
+
+
 def click_canvas(page: Page, x: float, y: float) -> None:
     box = page.locator("#lane-canvas").bounding_box()
     assert box is not None
@@ -296,7 +302,7 @@ def test_a_chaos_receipts_schedule_is_drawn_in_order(
         x0 = left + (start - float(state["t0"])) / (float(state["t1"]) - float(state["t0"])) * (
             state["width"] - left
         )
-        assert pixel(page, x0 - 5, y) == SCHEDULE_RGB  # the disc, left of its number
+        assert is_schedule(pixel(page, x0 - 5, y))  # the disc, left of its number
     assert x > 0
 
 
@@ -334,7 +340,7 @@ def test_a_real_failing_chaos_schedule_is_drawn(page: Page, tmp_path: Path) -> N
     t0, t1 = float(state["t0"]), float(state["t1"])
     x0 = left + (last.mono_ns - recording.header.mono_ns - t0) / (t1 - t0) * (state["width"] - left)
     ring = [(x0 + dx, y + dy) for dx, dy in ((-6, 0), (6, 0), (0, -6), (0, 6), (-4, -4), (4, 4))]
-    assert SCHEDULE_RGB in [pixel(page, x, yy) for x, yy in ring]
+    assert any(is_schedule(pixel(page, x, yy)) for x, yy in ring)
 
 
 # -- the big tape ----------------------------------------------------------------------------
