@@ -345,14 +345,8 @@ _MARKS: Final = ((re.compile(r"\[REDACTED(?::[\w-]+)?\]"), "[REDACTED]"),)
 
 
 def _one_mark(value: Any) -> Any:
-    """``value`` with every redaction mark written the same way (unchanged without one)."""
-    if isinstance(value, str):
-        return _substitute(value, _MARKS) if "[REDACTED" in value else value
-    if isinstance(value, Mapping):
-        return {k: _one_mark(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_one_mark(v) for v in value]
-    return value
+    """``value`` with every redaction mark written the same way."""
+    return _substitute(value, _MARKS)
 
 
 def matches(
