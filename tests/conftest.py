@@ -51,7 +51,45 @@ def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--part",
+        metavar="K/N",
+        default=None,
+        help="run only the K-th of N parts of the collected tests (every N-th test from "
+        "the K-th, in collection order): CI spreads a slice over its interpreters this way.",
+    )
+
+
+def _part(value: str) -> tuple[int, int]:
+    """``K/N`` as ``(K, N)``, or a usage error that says what is wanted."""
+    k, _, n = value.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"--part={value}: want K/N with 1 <= K <= N, as --part=2/3")
+    return int(k), int(n)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--part=K/N``: deal the tests out like cards in the order of their ids, so that
+    each part gets its share of every module's slow and quick tests, whatever order they
+    run in (pytest-randomly's) and in whichever process (each xdist worker, each
+    interpreter) deals them."""
+    value = config.getoption("--part")
+    if value is None:
+        return
+    k, n = _part(value)
+    mine = {nodeid for i, nodeid in enumerate(sorted(i.nodeid for i in items)) if i % n == k - 1}
+    kept = [item for item in items if item.nodeid in mine]
+    dropped = [item for item in items if item.nodeid not in mine]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    value = config.getoption("--part")
+    if value is not None:
+        _part(value)  # a bad value is told before the tests are collected
     config.addinivalue_line(
         "markers",
         "writes_invalid_tapes: the test writes cassettes that `sessiontape validate` rejects "

@@ -194,14 +194,16 @@ def live_advice(
     def needs_live(m: Mismatch) -> bool:
         return m.kind in LIVE_KINDS and m.boundary not in verifying
 
-    # A worker whose own state left the tape's (a verify call gave another result) makes
-    # calls the tape has no answer for as a consequence: another task, another loop. The
-    # selector names the workers that diverged first; the others follow once they do not.
+    # A worker whose own state left the tape's (a verify call gave another result, or made
+    # a verify call the tape lacks: once a worker that stopped let the store's order go,
+    # another claims what it would have) makes calls the tape has no answer for as a
+    # consequence: another task, another loop. The selector names the workers that
+    # diverged first; the others follow once they do not.
     strayed: set[str] = set()
     causes: list[tuple[str, str]] = []
     consequences: list[tuple[str, str]] = []
     for m in mismatches if detected is None else detected:
-        if m.kind in _STATE_KINDS:
+        if m.kind in _STATE_KINDS or (m.kind in LIVE_KINDS and m.boundary in verifying):
             strayed.add(m.worker)
         elif needs_live(m):
             (consequences if m.worker in strayed else causes).append((m.boundary, m.worker))
