@@ -34,6 +34,7 @@ from typing import Any, Final
 import msgspec
 
 from ..cassette import (
+    BOUNDARY_PROCESS,
     Blob,
     CallEntry,
     Chunk,
@@ -61,6 +62,7 @@ __all__ = [
     "UpdatePlan",
     "kept_counts",
     "live_answers",
+    "stdin_hint",
 ]
 
 #: The mismatch kinds an update can always answer.
@@ -434,6 +436,25 @@ def kept_counts(
 def _what(data: dict[str, Any]) -> dict[str, Any]:
     """A call's fields without those that place it (what it asked and answered)."""
     return {k: v for k, v in data.items() if k not in _PLACE}
+
+
+def stdin_hint(m: Mismatch) -> Mismatch:
+    """``m``, when it is stdin an update cannot write (see :func:`_stdin_rewritten`), with
+    the next step that takes it: the call run for real and recorded again (the update's
+    own next step, ``--sessiontape-update``, is what just failed)."""
+    if not (
+        m.kind is MismatchKind.ARGUMENT_MISMATCH
+        and m.boundary == BOUNDARY_PROCESS
+        and m.diffs
+        and _STDIN_PATH.match(m.diffs[0].path)
+    ):
+        return m
+    return _REPLACE(
+        m,
+        next_step="An update rewrites stdin only where the tape holds it in its line; this "
+        "stdin goes to the sidecar. If the change is intended, record the call again for "
+        f"real: --sessiontape-live=process@{m.worker} --sessiontape-update.",
+    )
 
 
 def _stdin_rewritten(m: Mismatch, base: Entry) -> ProcessCall | None:

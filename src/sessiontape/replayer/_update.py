@@ -53,7 +53,7 @@ from ._clock import FakeClock
 from ._match import Noise
 from ._outcome import Outcome
 from ._pending import propose
-from ._plan import ADDABLE, FIXABLE, VERIFY_FIXABLE, Added, UpdatePlan
+from ._plan import ADDABLE, FIXABLE, VERIFY_FIXABLE, Added, UpdatePlan, stdin_hint
 from ._select import Selectors
 
 __all__ = ["Updater"]
@@ -251,6 +251,7 @@ class Updater:
             kept = list(plan.unfixable)
             if self.update:
                 blocking = {id(m) for m in kept}
+                kept = [stdin_hint(m) for m in kept]
                 kept += [_waiting(m) for m in mismatches if id(m) not in blocking]
             if self.live is not None:
                 kept = [_live_hint(m, self.live) for m in kept]

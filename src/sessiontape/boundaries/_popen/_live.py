@@ -19,15 +19,21 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ...replayer import RunLive
+from ..._time import REAL
+from ...replayer import IN_FLIGHT, RunLive
 from .._process import IN_PROCESS_CALL, ProcessReplay
 from .._protocols import RecordSide
 from ._asyncio import recording_asyncio, replaying_asyncio
 from ._pipes import ORIGINALS, install_methods, popen_argv
-from ._record import _exited, _Recording, _signaled
+from ._record import _exited, _Recording, _signaled, still_producing
 from ._replay import _Replaying
 
 __all__ = ["live_popen"]
+
+#: Real seconds a live process that exited holds an asyncio loop's clock while the
+#: program has not learnt of its exit (asyncio's child watcher reaps it in a thread of its
+#: own, then tells the loop); a process nobody waits for is let go after that.
+_EXIT_ON_ITS_WAY: Final = 2.0
 
 #: The attribute of a ``Popen`` that the live re-record runs for real.
 _LIVE: Final = "_sessiontape_live"
@@ -62,7 +68,41 @@ def _either(name: str, live: Any, replayed: Any) -> Any:
     return method
 
 
-def _init(replayed: Any, picks: Picks) -> Any:
+class _LiveChild:
+    """A process run for real, as a producer of the work an asyncio loop on virtual time
+    waits for (``IN_FLIGHT``): while it runs, or its output is still being passed on, a
+    loop with nothing ready waits for it in real time instead of jumping the clock to its
+    next timer (``asyncio.wait_for(process.communicate(), 30)`` would time out at once).
+    It leaves the registry the first time it is found done, or when the re-record ends."""
+
+    __slots__ = ("_exited_at", "_popen", "_producers")
+
+    def __init__(self, popen: Any, producers: set[_LiveChild]) -> None:
+        self._popen = popen
+        self._producers = producers
+        self._exited_at: float | None = None
+
+    def busy(self) -> bool:
+        producing = still_producing(self._popen)
+        if producing is None:
+            # Exited, and the program has not learnt it yet: its exit is on its way (the
+            # child watcher's thread), for a while; a process nobody waits for stops
+            # holding the clock after that.
+            now = REAL.monotonic()
+            if self._exited_at is None:
+                self._exited_at = now
+            producing = now - self._exited_at < _EXIT_ON_ITS_WAY
+        if producing:
+            return True
+        self.leave()
+        return False
+
+    def leave(self) -> None:
+        self._producers.discard(self)
+        IN_FLIGHT.discard(self)
+
+
+def _init(replayed: Any, picks: Picks, producers: set[_LiveChild]) -> Any:
     original = ORIGINALS["__init__"]
 
     @functools.wraps(original)
@@ -82,6 +122,9 @@ def _init(replayed: Any, picks: Picks) -> Any:
                 popen.__dict__.clear()
         popen.__dict__[_LIVE] = True
         original(popen, args, *more, **kwargs)
+        child = _LiveChild(popen, producers)
+        producers.add(child)
+        IN_FLIGHT.add(child)
 
     return __init__
 
@@ -101,7 +144,8 @@ def live_popen(server: ProcessReplay, rec: RecordSide, picks: Picks) -> Iterator
             methods[name] = _either(
                 name, recorded.get(name, ORIGINALS[name]), replayed.get(name, ORIGINALS[name])
             )
-    methods["__init__"] = _init(replayed["__init__"], picks)
+    producers: set[_LiveChild] = set()
+    methods["__init__"] = _init(replayed["__init__"], picks, producers)
     with (
         install_methods(methods),
         recording_asyncio(_exited, _signaled),
@@ -110,6 +154,8 @@ def live_popen(server: ProcessReplay, rec: RecordSide, picks: Picks) -> Iterator
         try:
             yield
         finally:
+            for child in list(producers):
+                child.leave()
             try:
                 replaying.stop()
             finally:

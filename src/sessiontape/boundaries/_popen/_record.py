@@ -357,6 +357,39 @@ def _tracked(popen: Any) -> _Tracked | None:
     return found if isinstance(found, _Tracked) else None
 
 
+def _child_running(pid: int) -> bool:
+    """Whether the child ``pid`` has not exited, asked without reaping it (``WNOWAIT``:
+    its exit status stays for ``subprocess`` or asyncio's child watcher). Where ``waitid``
+    is missing, a child not reaped yet counts as running."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return True
+    try:
+        return waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped already
+        return False
+
+
+def still_producing(popen: Any) -> bool | None:
+    """Whether a real process started under recording will yet make something ready for
+    the program without the program acting: it runs, or a relay still passes its output
+    on (``True``); or it has exited and nothing says the program learnt it: its exit is
+    on its way to the program (asyncio's child watcher reaps it and tells the loop from
+    another thread), or it will never be, as nobody waits for it (``None``: the caller
+    decides how long to believe the first); or neither (``False``)."""
+    tracked = _tracked(popen)
+    if tracked is None:
+        return False
+    if any(
+        thread is not None and thread.is_alive()
+        for thread in (relay() for relay in tracked.output_relays)
+    ):
+        return True
+    if popen.returncode is not None:
+        return False
+    return True if _child_running(popen.pid) else None
+
+
 def _internal_poll(self: Any, *args: Any, **kwargs: Any) -> Any:
     result = ORIGINALS["_internal_poll"](self, *args, **kwargs)
     tracked = _tracked(self)
