@@ -188,6 +188,12 @@ FAST_SLICE = (
 )
 
 
+#: Left out of the slice CI runs on the other CPythons: the shrink and corpus searches,
+#: slow (a third of the slice's time), and what they test, the search, is the same on every
+#: interpreter (the suite runs them on nox's CPython).
+FAST_SLICE_OMITS = ("tests/real/test_shrink.py", "tests/real/test_corpus_minimize.py")
+
+
 def _runs(candidate: str, version: str) -> bool:
     """Whether ``candidate`` is a working CPython ``version`` (a pyenv shim of a version
     that is installed but not selected exists and fails)."""
@@ -272,7 +278,7 @@ def _suite_on(version: str, *, fast: bool) -> None:
         python = _python_venv(session, version, "the suite")
         if fast:
             args = ["-n", "2", "-q", "-p", "no:randomly", "--durations=10", *FAST_SLICE]
-            args += session.posargs
+            args += [f"--ignore={path}" for path in FAST_SLICE_OMITS] + session.posargs
         else:
             args = session.posargs or ["-n", "auto"]
         session.run(python, "-m", "pytest", *args, external=True)

@@ -26,6 +26,8 @@ from typing import Any, Final
 __all__ = [
     "DEFAULT_WORKER",
     "ESCAPED_FROM",
+    "LateSeq",
+    "current_parent",
     "current_worker",
     "derived_workers",
     "internal_threads",
@@ -39,8 +41,39 @@ DEFAULT_WORKER: Final = "main"
 
 #: The ambient worker id: replay keeps one queue per (boundary, worker).
 worker_var: Final[ContextVar[str]] = ContextVar("sessiontape_worker", default=DEFAULT_WORKER)
-#: seq of the boundary call open around the current code, for ``parent`` links.
-parent_var: Final[ContextVar[int | None]] = ContextVar("sessiontape_parent", default=None)
+
+
+class LateSeq:
+    """The seq of a recorded verify call (a store mutation), reserved late: when it ends,
+    so that a store's calls are numbered in the order they took effect, not the order
+    they started in (a mutation that waited for the store's lock took effect after the
+    ones that overtook it; replay runs a store's calls in seq order). A call made inside
+    it reserves it first, so that its ``parent`` stays lower than its own seq."""
+
+    __slots__ = ("_lock", "_reserve", "_value")
+
+    def __init__(self, reserve: Callable[[], int]) -> None:
+        self._reserve = reserve
+        self._lock = threading.Lock()
+        self._value: int | None = None
+
+    def seq(self) -> int:
+        """The seq, reserved on the first call."""
+        with self._lock:
+            if self._value is None:
+                self._value = self._reserve()
+            return self._value
+
+
+#: The boundary call open around the current code, for ``parent`` links: its seq, or a
+#: :class:`LateSeq` to ask for it (read it with :func:`current_parent`).
+parent_var: Final[ContextVar[int | LateSeq | None]] = ContextVar("sessiontape_parent", default=None)
+
+
+def current_parent() -> int | None:
+    """The seq of the boundary call open around the current code (``None``: none)."""
+    parent = parent_var.get()
+    return parent.seq() if isinstance(parent, LateSeq) else parent
 
 
 @contextmanager

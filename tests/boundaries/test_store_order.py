@@ -210,23 +210,14 @@ class GatedBoard(Board):
         return count
 
 
-# Known defect (issue 34; the cause of the live-twice flake of tests/real/
-# test_backlog_update.py): a store's recorded order is its calls' seq order, the order
-# they *started* in. Replaying in the order they *ended* in fixes this test, but the tapes
-# a replay writes (update, live re-record) hold their calls in run order by seq with times
-# on each worker's own lane, so that order must be what the recorder writes: next session.
-@pytest.mark.xfail(
-    strict=True,
-    reason="a store's calls replay in the order they started (their seqs), not the order "
-    "they took effect in",
-)
 def test_calls_replay_in_the_order_they_took_effect_not_the_order_they_started(
     tmp_path: Path,
 ) -> None:
-    # Recorded: a's add starts first (the lower seq) and waits inside the store until b's,
-    # started after it, took effect. Replayed in the order of their starts, a's add would
+    # Recorded: a's add starts first and waits inside the store until b's, started after
+    # it, took effect. Numbered by their starts and replayed in that order, a's add would
     # run first and wait for b's, which waits for its turn behind a's: the order would
-    # break, and the board would answer otherwise than recorded.
+    # break, and the board would answer otherwise than recorded. Numbered by their ends,
+    # b's comes first.
     path = tmp_path / "t.jsonl"
 
     def run(tape: sessiontape.Tape) -> Board:
@@ -262,9 +253,38 @@ def test_calls_replay_in_the_order_they_took_effect_not_the_order_they_started(
         for e in sessiontape.load(path).entries_for("store")
         if isinstance(e, sessiontape.StoreMutation)
     }
-    assert seqs["a"] < seqs["b"]  # a started first
+    assert seqs["b"] < seqs["a"]  # numbered as they took effect, though a started first
     with sessiontape.replay(path, order_timeout=ORDER_TIMEOUT) as tape:
         replayed = run(tape)
         report = tape.finish()
     assert report.ok, report.render()
     assert replayed.items == ["b", "a"]
+
+
+def test_a_call_made_inside_a_store_mutation_keeps_a_lower_parent_seq(tmp_path: Path) -> None:
+    # The mutation's seq is reserved when the call inside it starts: its children name
+    # it as their parent, a seq lower than theirs, and the tape passes validate.
+    path = tmp_path / "t.jsonl"
+
+    class Publishing(Board):
+        runner: Any = None
+
+        def add(self, item: str) -> int:
+            self.runner.run(["publish", item], text=True)
+            return super().add(item)
+
+    with sessiontape.record(path) as tape:
+        live = Publishing()
+        live.runner = tape.process_runner(Steps())
+        board = tape.store(live, mutations=["add"], snapshot=Board.snapshot)
+        board.add("a")
+        board.add("b")
+        tape.finish()
+    recording = sessiontape.load(path)
+    adds = [e for e in recording.calls if isinstance(e, sessiontape.StoreMutation)]
+    published = [e for e in recording.calls if isinstance(e, sessiontape.ProcessCall)]
+    assert [e.parent for e in published] == [e.seq for e in adds]
+    assert all(p.parent is not None and p.parent < p.seq for p in published)
+    from sessiontape.cli import main
+
+    assert main(["validate", str(path)]) == 0

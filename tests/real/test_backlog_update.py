@@ -244,16 +244,6 @@ def _without_place(line: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in line.items() if k not in ("seq", "ts_ns", "mono_ns", "parent")}
 
 
-# Known flaky (issue 34), cause found: the first live re-record sometimes changes a kept
-# store mutation. In the recording, worker-2's claim started first (seq 30) but waited
-# for the backlog's lock while worker-3's (seq 31) took t5; replay runs a store's calls in
-# seq order, so worker-2 gets t5 and worker-3 t6, and the re-record writes what they got.
-# tests/boundaries/test_store_order.py holds the defect alone (xfail strict).
-@pytest.mark.xfail(
-    strict=False,
-    reason="a store's calls replay in the order they started, not the order they took "
-    "effect in: a claim that waited for the lock is replayed first",
-)
 def test_live_twice_the_second_run_with_no_code_change_writes_nothing(
     runs: Runs, fixed_dates: None
 ) -> None:

@@ -78,9 +78,10 @@ def test_a_time_read_between_calls_replays_unmasked(tmp_path: Path, read: str) -
     where = {(c.boundary, c.path) for c in clock}
     if read == "milliseconds":
         # A whole millisecond read may equal the virtual one (the end of the call served
-        # before it): that read needs no matching, and is not listed.
+        # before it): that read needs no matching, and is not listed. On a quick run all
+        # six do (CI, 2026-11-28), so how many are listed is not the test's to say; the
+        # other reads are matched every time.
         assert where <= {("process", "argv[3]"), ("log", "args[0].at")}
-        assert len(clock) >= 1
     else:
         assert where == {("process", "argv[3]"), ("log", "args[0].at")}
     assert all(c.served == [] for c in clock)  # matched, never put into an answer

@@ -158,18 +158,6 @@ def _check_shrunk(
     assert set(counts) == {"0"}
 
 
-# Known flaky (issue 34), cause found, not fixed: the shrunk tape sometimes keeps a second
-# task (bed-06 or bed-08 beside bed-07). Logged per candidate, 2 runs in 14 under load: the
-# "focus tasks" candidate (bed-07's calls only) replayed with the first mismatch
-# `unexpected_call on store: claim_next` instead of the tape's `argument_mismatch on
-# process: git commit`, so it was refused and the task search started from the whole tape.
-# With today's code making calls that candidate lacks on several workers at once, which
-# mismatch the replay meets first depends on the threads' timing; shrink judges it once.
-@pytest.mark.xfail(
-    strict=False,
-    reason="a shrink candidate's first mismatch depends on thread timing when several "
-    "workers make calls it lacks; shrink judges each candidate once",
-)
 def test_a_gardener_tape_shrinks_to_the_failing_task(
     project: Project,
     in_project: Path,

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .._context import parent_var
+from .._context import LateSeq, parent_var
 from .._errors import UsageError
 from .._time import REAL
 from ..cassette import (
@@ -178,19 +178,34 @@ def _recorded_method(
         )
         rec.write(entry if complete is None else complete(entry, data, result))
 
+    # A verify call (a store mutation) is numbered when it ends: in the order the store's
+    # calls took effect, which replay keeps (see LateSeq).
+    verify = isinstance(template, StoreMutation) or (
+        isinstance(template, Call) and template.mode == "verify"
+    )
+
+    def start() -> tuple[Opened, LateSeq | None]:
+        late = rec.open_late() if verify else None
+        return (rec.open(), None) if late is None else late
+
+    def numbered(opened: Opened, late: LateSeq | None) -> Opened:
+        return opened if late is None else (late.seq(), *opened[1:])
+
     if inspect.iscoroutinefunction(bound):
 
         async def acall(*args: Any, **kwargs: Any) -> Any:
             if not rec.active:
                 return await bound(*args, **kwargs)
-            opened = rec.open()
-            token = parent_var.set(opened[0])
+            opened, late = start()
+            token = parent_var.set(opened[0] if late is None else late)
             try:
                 result = await bound(*args, **kwargs)
             except BaseException as exc:
+                opened = numbered(opened, late)
                 parent_var.reset(token)
                 done(opened, args, kwargs, None, exc)
                 raise
+            opened = numbered(opened, late)
             parent_var.reset(token)
             done(opened, args, kwargs, result, None)
             return result
@@ -200,14 +215,16 @@ def _recorded_method(
     def call(*args: Any, **kwargs: Any) -> Any:
         if not rec.active:
             return bound(*args, **kwargs)
-        opened = rec.open()
-        token = parent_var.set(opened[0])
+        opened, late = start()
+        token = parent_var.set(opened[0] if late is None else late)
         try:
             result = bound(*args, **kwargs)
         except BaseException as exc:
+            opened = numbered(opened, late)
             parent_var.reset(token)
             done(opened, args, kwargs, None, exc)
             raise
+        opened = numbered(opened, late)
         parent_var.reset(token)
         done(opened, args, kwargs, result, None)
         return result
@@ -365,6 +382,8 @@ def verify_proxy(
             head = queue[0] if queue else None
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
+            else:  # none of the worker's calls left: a call the tape lacks comes last
+                engine.wait_order_end(name)
             entry: CallEntry | None = None
             if head is not None and _renamed(head, name, methods, method, queue):
                 entry = _take_renamed(engine, boundary, method, args, kwargs, normalize, head)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from .._context import LateSeq
     from .._errors import UnrecordedCallError
     from ..cassette import (
         CallEntry,
@@ -54,6 +55,10 @@ class RecordSide(Protocol):
 
     def open(self) -> Opened:
         """Start a call: reserve its seq; the result goes into the call's entry."""
+
+    def open_late(self) -> tuple[Opened, LateSeq] | None:
+        """Start a verify call whose seq is reserved when it ends, or when a call made
+        inside it asks (``None``: this side numbers every call when it opens)."""
 
     def elapsed(self, opened: Opened) -> int:
         """ns since the call ``opened`` started."""
@@ -145,6 +150,9 @@ class ReplaySide(Protocol):
 
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:
         """Wait for the recorded turn of verify-boundary call ``seq``."""
+
+    def wait_order_end(self, name: str) -> None:
+        """Wait until every recorded call of verify boundary ``name`` has run."""
 
     def turn_done(self, name: str, seq: int) -> None:
         """Verify-boundary call ``seq`` has run."""

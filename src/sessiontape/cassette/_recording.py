@@ -204,7 +204,7 @@ class Recording:
         append = calls.append
         # Noted while each entry is at hand: touching every entry again later costs a
         # cache miss each on a long tape.
-        workers: dict[str, None] = {}
+        workers: dict[str, int] = {}
         is_call_kind = _IS_CALL_KIND.get
         for entry in itertools.islice(ordered, 1, None):
             kind = type(entry)
@@ -214,7 +214,7 @@ class Recording:
             if is_call:  # boundary_of(entry) is not None, inlined
                 append(entry)  # type: ignore[arg-type]
                 if entry.worker not in workers:
-                    workers[entry.worker] = None
+                    workers[entry.worker] = entry.seq
             elif isinstance(entry, SessionEnd):
                 self.end = entry
             elif isinstance(entry, Error):
@@ -276,6 +276,10 @@ class Recording:
     def worker_ids(self) -> list[str]:
         """Workers that made boundary calls, in order of their first call."""
         return list(self._workers)
+
+    def first_seq(self, worker: str) -> int | None:
+        """The seq of ``worker``'s first call (``None``: it made none)."""
+        return self._workers.get(worker)
 
     def entries_for(self, boundary: str, worker: str | None = None) -> list[CallEntry]:
         """The calls through ``boundary`` (of ``worker``, when given), in seq order."""

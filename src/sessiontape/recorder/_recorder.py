@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from .._context import parent_var, worker_var
+from .._context import LateSeq, current_parent, parent_var, worker_var
 from .._errors import RecordingWarning, UsageError
 from .._time import REAL
 from .._version import __version__
@@ -92,6 +92,7 @@ def _platform_string() -> str:
 _time_ns: Final = REAL.time_ns
 _mono_ns: Final = REAL.monotonic_ns
 _current_thread: Final = threading.current_thread
+_parent: Final = parent_var.get
 
 
 class Recorder:
@@ -192,14 +193,24 @@ class Recorder:
         Seqs are reserved at the start, so they give the order replay serves calls in and
         a call's children can name it as their ``parent`` while it is still open.
         """
+        parent = _parent()
+        if isinstance(parent, LateSeq):  # current_parent(), inlined: this runs per call
+            parent = parent.seq()  # first: its seq is then lower than this call's
         return (
             next(self._seq),
             _time_ns(),
             _mono_ns(),
             worker_var.get(),
             _current_thread().name,
-            parent_var.get(),
+            parent,
         )
+
+    def open_late(self) -> tuple[Opened, LateSeq]:
+        """Start a verify call whose seq is reserved late (see :class:`LateSeq`): its
+        ``Opened`` has seq -1 until then."""
+        late = LateSeq(self._seq.__next__)
+        opened = (-1, _time_ns(), _mono_ns(), worker_var.get(), _current_thread().name)
+        return (*opened, current_parent()), late
 
     @staticmethod
     def elapsed(opened: Opened) -> int:

@@ -306,6 +306,9 @@ class ChaosEngine(ReplayEngine):
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:
         return None  # the schedule, not the recording, orders verify calls
 
+    def wait_order_end(self, name: str) -> None:
+        return None  # likewise
+
     def turn_done(self, name: str, seq: int) -> None:
         order = self.trace.ended()
         message = violation(self._chaos_invariants) if self._chaos_invariants else None

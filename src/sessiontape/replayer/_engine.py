@@ -288,6 +288,11 @@ class ReplayEngine(Serving):
             name, boundary, seq, worker_var.get(), skip_missing=self.updater is not None
         )
 
+    def wait_order_end(self, name: str) -> None:
+        """Wait until every recorded call of store ``name`` has run: where a call the
+        tape lacks, from a worker with none of that store's calls left, takes its turn."""
+        self.turns.wait_all(name)
+
     def turn_done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
         self.turns.done(name, seq)

@@ -161,6 +161,32 @@ class Sequencer:
             self._cond.notify_all()
             return next(s for s, i in self._index.items() if i == self._cursor)
 
+    def wait_all(self) -> None:
+        """Wait until every recorded call has run: the turn of a call the recording lacks,
+        made by a worker with no recorded call of this store left. It comes after them,
+        not as it happens to come, which would race them (a claim the recording lacks
+        would take the task a recorded claim gets). Gives up, without breaking the order,
+        once the replay stands still for the timeout or the call at the cursor will not
+        come (its worker stopped)."""
+        end = len(self._done)
+        if self._cursor >= end or self.broken:
+            return
+        progress = self._progress
+        with self._cond:
+            self._waiting += 1
+            try:
+                mark = None if progress is None else progress.mark()
+                while not self._cond.wait_for(
+                    lambda: self._cursor >= end or self.broken or self._cursor in self._abandoned,
+                    timeout=self._timeout,
+                ):
+                    now = None if progress is None else progress.mark()
+                    if progress is None or (now is not None and now == mark):
+                        return  # the replay stands still: the call runs now
+                    mark = now
+            finally:
+                self._waiting -= 1
+
     def _skip_locked(self) -> None:
         """Take the call at the cursor as run (it never came), under the lock."""
         self._skipped.add(self._cursor)

@@ -7,6 +7,7 @@ and the order does not depend on how threads interleaved.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -81,6 +82,14 @@ class Outcome:
         #: Redacts secrets (paths kept) in what the application says, before the report holds it.
         self.scrub: Callable[[str], str] = str
 
+    def _place(self, worker: str) -> float:
+        """Where on the tape's timeline ``worker`` stands now (see :meth:`mismatch`)."""
+        last = self.position.get(worker)
+        if last is not None:
+            return last + 0.5
+        first = self.recording.first_seq(worker)
+        return math.inf if first is None else first - 0.5
+
     @property
     def started(self) -> bool:
         """Whether any call was served or any mismatch found yet."""
@@ -109,11 +118,15 @@ class Outcome:
         """Record a mismatch (and raise :class:`ReplayMismatch` in strict mode).
 
         ``position`` orders the report: by default just after the last entry served to
-        the worker, which is where its run left the tape.
+        the worker, which is where its run left the tape; just before its first recorded
+        call when it was served none yet; after everything the tape holds for a worker it
+        has no call of (a worker today's code adds, or whose calls a shrink candidate
+        cut: what it does is no place on the tape, and it does it whenever its thread
+        happens to run).
         """
         diffs = diffs or []
         if position is None:
-            position = self.position.get(worker, -1) + 0.5
+            position = self._place(worker)
         found = Mismatch(
             kind=kind,
             seq=seq,

@@ -59,6 +59,14 @@ class Turns:
                 message=order_broken(name, seq, waited_on),
             )
 
+    def wait_all(self, name: str) -> None:
+        """Wait until every recorded call of store ``name`` has run (see
+        ``Sequencer.wait_all``): the turn of a call the recording lacks, from a worker with
+        none of that store's recorded calls left."""
+        sequencer = self._sequencers.get(name)
+        if sequencer is not None:
+            sequencer.wait_all()
+
     def done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
         sequencer = self._sequencers.get(name)

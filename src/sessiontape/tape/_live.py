@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .._context import parent_var, worker_var
+from .._context import current_parent, worker_var
 from .._errors import RecordingWarning
 from .._time import REAL
 from ..boundaries import AsyncProcessRunner, ProcessResult, ProcessRunner, ProcessStream
@@ -99,8 +99,13 @@ class LiveSide:
             clock.monotonic_ns(),
             worker_var.get(),
             threading.current_thread().name,
-            parent_var.get(),
+            current_parent(),
         )
+
+    def open_late(self) -> None:
+        # A live call's seq is provisional, its start kept by seq (elapsed()): numbered
+        # when it opens, as any call; its place on the tape is the update's to decide.
+        return None
 
     def elapsed(self, opened: Opened) -> int:
         # Its duration is real: the call ran for real.
@@ -139,7 +144,7 @@ class LiveSide:
 
 def inside_live_call() -> bool:
     """Whether the calling code runs inside a live call (its parent is a live seq)."""
-    parent = parent_var.get()
+    parent = current_parent()
     return parent is not None and parent < 0
 
 
