@@ -10,6 +10,7 @@ order, and compares its result with the tape.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -382,7 +383,10 @@ def verify_proxy(
             head = queue[0] if queue else None
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
-            else:  # none of the worker's calls left: a call the tape lacks comes last
+            elif not _in_event_loop():
+                # None of the worker's calls left: a call the tape lacks comes after the
+                # recorded ones (an event loop's task cannot wait: it would block the
+                # loop the others run on).
                 engine.wait_order_end(name)
             entry: CallEntry | None = None
             if head is not None and _renamed(head, name, methods, method, queue):
@@ -414,6 +418,12 @@ def verify_proxy(
         for method, bound in _bound_methods(target, methods, "verify").items()
     }
     return _Proxy(target, wrapped)
+
+
+def _in_event_loop() -> bool:
+    """Whether the calling thread runs an asyncio event loop (asyncio not imported: no)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
 
 
 def _method_of(entry: CallEntry) -> str:

@@ -191,7 +191,9 @@ class Recorder:
         """Start a call: reserve its seq and note when, where and inside what it started.
 
         Seqs are reserved at the start, so they give the order replay serves calls in and
-        a call's children can name it as their ``parent`` while it is still open.
+        a call's children can name it as their ``parent`` while it is still open. A verify
+        call's is reserved when it ends (:meth:`open_late`), or here, first, when a call
+        made inside it opens.
         """
         parent = _parent()
         if isinstance(parent, LateSeq):  # current_parent(), inlined: this runs per call
