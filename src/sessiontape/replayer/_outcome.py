@@ -46,6 +46,19 @@ _EXTRA_KINDS: Final = frozenset({MismatchKind.UNEXPECTED_CALL, MismatchKind.EXHA
 _SESSION: Final = "session"
 
 
+def _place(served: dict[str, int], recording: Recording, worker: str) -> float:
+    """Where on the tape's timeline ``worker`` stands now: just after the last entry
+    ``served`` to it, which is where its run left the tape; just before its first recorded
+    call when it was served none yet; after everything for a worker the tape has no call
+    of (one today's code adds, or whose calls a shrink candidate cut: what it does has no
+    place on the tape, and happens whenever its thread runs)."""
+    last = served.get(worker)
+    if last is not None:
+        return last + 0.5
+    first = recording.first_seq(worker)
+    return math.inf if first is None else first - 0.5
+
+
 class Outcome:
     """Collects a replay's mismatches and builds its :class:`ReplayReport`.
 
@@ -82,14 +95,6 @@ class Outcome:
         #: Redacts secrets (paths kept) in what the application says, before the report holds it.
         self.scrub: Callable[[str], str] = str
 
-    def _place(self, worker: str) -> float:
-        """Where on the tape's timeline ``worker`` stands now (see :meth:`mismatch`)."""
-        last = self.position.get(worker)
-        if last is not None:
-            return last + 0.5
-        first = self.recording.first_seq(worker)
-        return math.inf if first is None else first - 0.5
-
     @property
     def started(self) -> bool:
         """Whether any call was served or any mismatch found yet."""
@@ -117,16 +122,12 @@ class Outcome:
     ) -> None:
         """Record a mismatch (and raise :class:`ReplayMismatch` in strict mode).
 
-        ``position`` orders the report: by default just after the last entry served to
-        the worker, which is where its run left the tape; just before its first recorded
-        call when it was served none yet; after everything the tape holds for a worker it
-        has no call of (a worker today's code adds, or whose calls a shrink candidate
-        cut: what it does is no place on the tape, and it does it whenever its thread
-        happens to run).
+        ``position`` orders the report: by default where the worker stands on the tape
+        (:func:`_place`).
         """
         diffs = diffs or []
         if position is None:
-            position = self._place(worker)
+            position = _place(self.position, self.recording, worker)
         found = Mismatch(
             kind=kind,
             seq=seq,
