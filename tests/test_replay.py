@@ -693,3 +693,27 @@ def test_a_store_error_holding_a_secret_replays_without_a_mismatch(tmp_path: Pat
         assert wire(tape) == f"push refused for token {token}"
         report = tape.finish()
     assert report.ok, report.render()
+
+
+def test_a_replay_that_fails_to_enter_is_closed_not_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The with-block's __exit__ never runs when __enter__ raises: the tape must close
+    # itself, or it stays the active tape of every thread after it (CI, CPython 3.10: a
+    # failed clock install left a replay open, and the next test's patched() answered it).
+    from sessiontape.replayer import _timepatch
+    from sessiontape.tape import active_tape
+
+    path = tmp_path / "t.jsonl"
+    with sessiontape.record(path) as tape:
+        tape.finish()
+
+    def broken(clock: object) -> None:
+        raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(_timepatch, "install", broken)
+    replay = sessiontape.replay(path)
+    with pytest.raises(RuntimeError, match="changed size"), replay:
+        pass  # never reached
+    assert active_tape() is None
+    assert sessiontape.patched("something-new") is True  # outside any tape again

@@ -45,13 +45,18 @@ class Copies:
             self._cache.clear()
             self._modules = []
             self._key = key
-        modules: list[object] = list(sys.modules.values())
+        # One copy, taken in C without running Python code: iterating sys.modules itself,
+        # a finalizer the garbage collector runs meanwhile (an asyncio transport's
+        # __del__) may import a module, and the iteration fails ("dictionary changed size
+        # during iteration", seen on CPython 3.10 in CI).
+        loaded = sys.modules.copy()
+        modules: list[object] = list(loaded.values())
         if modules == self._modules and list(map(len, self._namespaces)) == self._sizes:
             return [c for c in self._found if c[0].__dict__.get(c[1]) is c[2]]
         namespaces: list[dict[str, Any]] = []
         found: list[tuple[types.ModuleType, str, object]] = []
         cache = self._cache
-        for name, module in list(sys.modules.items()):
+        for name, module in loaded.items():
             namespace = getattr(module, "__dict__", None)
             if not isinstance(namespace, dict):
                 namespaces.append(_NO_NAMESPACE)
@@ -69,12 +74,9 @@ class Copies:
                 for attribute, real in copies
                 if namespace.get(attribute) is real
             )
-        if len(namespaces) == len(modules):  # sys.modules did not change under us
-            self._modules, self._namespaces = modules, namespaces
-            self._sizes = list(map(len, namespaces))
-            self._found = found
-        else:
-            self._modules = []
+        self._modules, self._namespaces = modules, namespaces
+        self._sizes = list(map(len, namespaces))
+        self._found = found
         return found
 
     @staticmethod

@@ -169,7 +169,13 @@ class ReplayTape(Tape):
 
     def __enter__(self) -> ReplayTape:
         if self._patch_time:
-            self._stack.enter_context(self._engine.clock.install())
+            try:
+                self._stack.enter_context(self._engine.clock.install())
+            except BaseException as exc:
+                # Not entered, so the block's __exit__ never runs: the tape is closed here
+                # (left open, it would stay active for every thread after it).
+                self.close(type(exc), exc, exc.__traceback__)
+                raise
         return self
 
     # -- boundaries ---------------------------------------------------------------------
