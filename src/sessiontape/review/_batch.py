@@ -55,6 +55,9 @@ def decide(
     done: list[tuple[PendingTape, list[str], Saved]] = []
     for tape in tapes:
         decided = chosen.get(id(tape))
-        if decided or tape.behind:
+        # A tape behind its decisions, or whose every change is decided already (both: a
+        # kill cut an accept short, before or after it wrote the tape): its save completes
+        # it, and removes the pending file.
+        if decided or tape.behind or not tape.undecided:
             done.append((tape, decided or [], tape.save()))
     return done
