@@ -63,6 +63,17 @@ def counting(tape: sessiontape.Tape) -> int:
     return int(counter.value)
 
 
+def piped(tape: sessiontape.Tape, code: str, data: str) -> str:
+    """Run ``code`` in a child Python under ``tape.patch_subprocess()`` with ``data`` as its
+    stdin (``subprocess.run(input=...)``), finish the tape with what it printed, return it."""
+    with tape.patch_subprocess():
+        out = subprocess.run(
+            [sys.executable, "-c", code], input=data, capture_output=True, text=True, check=True
+        ).stdout
+    tape.finish(outcome=out)
+    return out
+
+
 def test_store_calls_replay_in_the_order_they_took_effect(tmp_path: Path) -> None:
     # Zoo found: a store call's seq was taken when the call started, so two workers' store
     # calls were recorded in the order they started, not the order they took effect, and
@@ -208,16 +219,7 @@ def test_update_rewrites_what_a_program_writes_to_stdin(tmp_path: Path) -> None:
 
 def test_update_rewrites_the_input_a_program_passes(tmp_path: Path) -> None:
     def program(tape: sessiontape.Tape, word: str) -> str:
-        with tape.patch_subprocess():
-            out = subprocess.run(
-                [sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"],
-                input=word,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        tape.finish(outcome=out)
-        return out
+        return piped(tape, "import sys; print(sys.stdin.read().upper())", word)
 
     cassette = tmp_path / "input.jsonl"
     with sessiontape.record(cassette) as recording:
@@ -244,16 +246,7 @@ def test_stdin_kept_in_the_sidecar_replays(tmp_path: Path) -> None:
     data = "x" * 2_000
 
     def program(tape: sessiontape.Tape) -> str:
-        with tape.patch_subprocess():
-            out = subprocess.run(
-                [sys.executable, "-c", "import sys; print(len(sys.stdin.read()))"],
-                input=data,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        tape.finish(outcome=out)
-        return out
+        return piped(tape, "import sys; print(len(sys.stdin.read()))", data)
 
     cassette = tmp_path / "stdin.jsonl"
     with sessiontape.record(cassette, max_inline_bytes=1024) as recording:
@@ -299,16 +292,7 @@ def test_stdin_in_the_sidecar_changed_names_the_live_re_record_that_takes_it(
     # file); its next step must not be the update that just failed, but the command that
     # takes the change, which works when followed.
     def program(tape: sessiontape.Tape, char: str) -> str:
-        with tape.patch_subprocess():
-            out = subprocess.run(
-                [sys.executable, "-c", "import sys; print(sys.stdin.read()[:3])"],
-                input=char * 2_000,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        tape.finish(outcome=out)
-        return out
+        return piped(tape, "import sys; print(sys.stdin.read()[:3])", char * 2_000)
 
     cassette = tmp_path / "stdin.jsonl"
     with sessiontape.record(cassette, max_inline_bytes=1024) as recording:
