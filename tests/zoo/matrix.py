@@ -167,6 +167,7 @@ FAST: Final = frozenset(
         ("threads", "replay_pytest"),
         ("threads", "token"),
         ("asyncio", "off_concurrent"),
+        ("asyncio", "replay_pytest"),
         ("asyncio", "export"),
         ("pool", "record_env"),
         ("pool", "token"),
@@ -193,9 +194,12 @@ _I30: Final = (
     "request answered on replay (argument_mismatch on stdin chunk 0, then end of output)"
 )
 _B: Final = (
-    "zoo defect B (test_found.py::test_asyncio_tasks_sharing_a_store_replay): asyncio tasks "
-    "calling a tape.store replay with order_mismatch, the order wait blocking the event "
-    "loop; flaky, as it depends on which replayed process the loop sees end first"
+    "zoo defect B: re-recorded live, the asyncio program's processes end in today's real "
+    "order, its tasks reach the store in that order, and a store call ahead of its recorded "
+    "turn waits by blocking the thread, which is the event loop the other tasks need "
+    "(order_mismatch). Replayed, a process ends at its recorded end on the loop's virtual "
+    "clock, so the tasks keep the recorded order (test_found.py::"
+    "test_asyncio_tasks_sharing_a_store_replay)"
 )
 _E_POOL: Final = (
     "zoo defect E: chaos does not schedule ThreadPoolExecutor tasks (README, Limits): the "
@@ -221,27 +225,8 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
 #: Cells that fail today some of the time, for a known reason (``xfail(strict=False)``):
 #: they run, and their verdict does not gate the suite until the defect is fixed.
 FLAKY: Final[dict[tuple[str, str], str]] = {
-    **{
-        ("asyncio", c): _B
-        for c in (
-            "record_env",
-            "record_flag",
-            "record_api",
-            "record_in_workdir",
-            "replay_pytest",
-            "xdist",
-            "patched",
-            "update_api",
-            "update_pytest",
-            "review_api",
-            "shrink",
-            "corpus_minimize",
-            "token",
-        )
-    },
     **{("asyncio", c): _E_ASYNCIO for c in ("chaos_race", "chaos_save", "report_chaos")},
     **{("pool", c): _E_POOL for c in ("chaos_race", "chaos_save", "report_chaos")},
-    ("asyncio", "replay_fixture"): _B,
     ("stream", "live"): (
         "failed once in the full matrix on a loaded machine (2026-11-28), passed alone; "
         "cause not found yet (its tape's second live re-record with no change)"

@@ -28,7 +28,7 @@ from ._rebuild import (
 from ._saved import SavedScheduleEngine
 from ._schedule import DEFAULT_DEPTH, DEFAULT_STALL_LIMIT, Schedule, Strategy, pct_bound
 from ._select import Selector, Selectors
-from ._timepatch import lingering
+from ._timepatch import lingering, loop_on_clock
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -64,6 +64,7 @@ __all__ = [
     "compare",
     "explain",
     "lingering",
+    "loop_on_clock",
     "pct_bound",
     "pending_tape",
     "prepare",

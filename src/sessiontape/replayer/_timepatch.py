@@ -40,6 +40,7 @@ __all__ = [
     "active_clock",
     "install",
     "lingering",
+    "loop_on_clock",
     "uninstall",
 ]
 
@@ -93,6 +94,15 @@ _ignore: tuple[str, ...] = IGNORED_MODULES
 def active_clock() -> VirtualClock | None:
     """The installed :class:`FakeClock`, if any."""
     return _active
+
+
+def loop_on_clock(loop: object) -> bool:
+    """Whether the asyncio event loop ``loop`` keeps the installed clock's time (its
+    ``time()`` is virtual monotonic time, and an idle loop jumps to its next timer)."""
+    patched = _loop_time
+    if _active is None or patched is None:
+        return False
+    return getattr(type(loop), "time", None) is patched
 
 
 def _caller_ignored(depth: int = 2) -> bool:
@@ -260,6 +270,9 @@ def _patch_asyncio(undo: list[Callable[[], None]]) -> None:
         with clock.hold():
             return await real_shutdown(self, *args, **kwargs)
 
+    global _loop_time
+    _loop_time = loop_time
+    undo.append(_forget_loop_time)
     _set(loop_class, "time", loop_time, undo)
     _set(selector_class, "select", select, undo)
     _set(loop_class, "run_in_executor", run_in_executor, undo)
@@ -330,6 +343,15 @@ def _freezegun_ignore() -> tuple[str, ...]:
 
 #: The steps undoing the process patch while it is applied (with or without a clock).
 _applied: list[Callable[[], None]] | None = None
+#: The patched event loops' ``time`` (see :func:`loop_on_clock`), while they are patched.
+_loop_time: Callable[[object], float] | None = None
+
+
+def _forget_loop_time() -> None:
+    global _loop_time
+    _loop_time = None
+
+
 #: Whether asyncio's loop and selector classes are patched (asyncio may be imported later).
 _asyncio_patched = False
 #: Depth of :func:`lingering` blocks: the patch stays applied between clocks inside them.

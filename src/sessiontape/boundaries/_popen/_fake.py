@@ -14,15 +14,16 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from ..._errors import UsageError
-from ..._time import REAL
+from ..._time import NS_PER_S, REAL
 from ...cassette import ErrorInfo, Payload, ProcessCall
-from ...replayer import rebuild_error
+from ...replayer import loop_on_clock, rebuild_error
 from ...report import MismatchKind
 from .._process import ProcessReplay
 from .._protocols import ReplaySide
@@ -37,6 +38,7 @@ __all__ = [
     "Fake",
     "guard_deadline",
     "items",
+    "running_loop",
     "spawn_error",
     "wait_for_end",
     "would_block",
@@ -59,6 +61,12 @@ def spawn_error(info: ErrorInfo) -> BaseException:
             return cls(int(errno_), text, filename)
         return cls(int(errno_), text)
     return rebuild_error(info)
+
+
+def running_loop() -> Any:
+    """The asyncio event loop the calling thread runs, if any (asyncio not imported: none)."""
+    asyncio = sys.modules.get("asyncio")
+    return None if asyncio is None else asyncio._get_running_loop()
 
 
 def _empty(payload: Payload) -> bool:
@@ -189,7 +197,14 @@ class Fake:
                 callback(code if code is not None else -9)
 
     def when_exited(self, callback: Callable[[int], None]) -> None:
-        """Call ``callback(returncode)`` when the process ends (asyncio's watcher)."""
+        """Call ``callback(returncode)`` when the process ends (asyncio's watcher).
+
+        A process that has ended on the tape and was started from an event loop running on
+        the virtual clock (see ``_replay``) ends for the loop at its recorded end: a timer
+        of the loop, so that the loop's tasks learn of their processes' ends in the
+        recorded order (a short process started after a long one ends first), and call
+        what comes next (a store's mutation) in the order the tape holds.
+        """
         with self._lock:
             done = self._served
             if not done:
@@ -197,6 +212,13 @@ class Fake:
         if done:
             code = self.code()
             callback(code if code is not None else -9)
+        elif self.fast and self.pump is None and not self.awaits_stdin():
+            loop = running_loop()
+            if loop is not None and loop_on_clock(loop):
+                entry = self.entry
+                loop.call_at((entry.mono_ns + entry.duration_ns) / NS_PER_S, self.exited)
+            else:
+                self.exited()
 
     # -- the pipes ----------------------------------------------------------------------
 

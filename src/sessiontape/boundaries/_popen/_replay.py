@@ -38,6 +38,7 @@ from ._fake import (
     Fake,
     guard_deadline,
     items,
+    running_loop,
     spawn_error,
     wait_for_end,
     would_block,
@@ -131,9 +132,10 @@ class _Replaying:
             slots[TRACKER] = fake
             with replaying._lock:
                 replaying.live[popen.pid] = fake
-            if fake.fast and fake.pump is None and not fake.awaits_stdin():
-                # It has exited: its output is all there and nothing waits. (Served at
-                # once, virtual time moves straight to the end of the call.)
+            # Ended: its output is all there and nothing waits. Served at once, virtual
+            # time moving straight to the end of the call; started from an event loop,
+            # it ends when the loop learns so (Fake.when_exited).
+            if fake.fast and fake.pump is None and not fake.awaits_stdin() and not running_loop():
                 fake.serve()
                 return
             engine.clock_at(entry)  # our code runs in the call from here
