@@ -271,10 +271,10 @@ def second_reproduction(tape: Any, way: str) -> tuple[str, str]:
 
 
 def replayed(
-    tmp_path: Path, program: Callable[[Any], Any], noise: Noise | None = None
+    tmp_path: Path, program: Callable[[Any], Any], noise: Noise | None = None, **record: Any
 ) -> tuple[Any, Any, sessiontape.ReplayReport]:
     cassette = tmp_path / "issue.jsonl"
-    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+    with sessiontape.record(cassette, **record) as tape, tape.patch_subprocess():
         recorded = program(tape)
     with sessiontape.replay(cassette, noise=noise) as tape:
         with tape.patch_subprocess():
@@ -308,6 +308,28 @@ def test_an_echoed_id_is_todays_with_no_noise(tmp_path: Path, way: str) -> None:
     (followed,) = report.correlations
     assert (followed.recorded, followed.today, followed.how) == (recorded[0], rid, "detected")
     assert followed.served
+
+
+@pytest.mark.parametrize("way", ["patch_subprocess", "patch_subprocess asyncio"])
+def test_stdin_kept_in_the_sidecar_is_compared_as_text(tmp_path: Path, way: str) -> None:
+    # Found by the zoo (the stream program with the SDK's ids, its tape recorded with a
+    # small max_inline_bytes): stdin the sidecar kept was compared by its digest, so the
+    # id the program made up never followed and the conversation stalled.
+    recorded, today, report = replayed(
+        tmp_path, lambda t: second_reproduction(t, way), max_inline_bytes=8
+    )
+    assert any((tmp_path / "issue.jsonl.blobs").iterdir())  # the stdin went there
+    assert report.ok, report.render()
+    rid, ack = today
+    assert ack == rid != recorded[0]
+    (followed,) = report.correlations
+    assert (followed.recorded, followed.today, followed.how) == (recorded[0], rid, "detected")
+    # And noise applies to it as to stdin kept inline.
+    recorded, today, report = replayed(
+        tmp_path, lambda t: first_reproduction(t, way), ISSUE_NOISE, max_inline_bytes=8
+    )
+    assert report.ok, report.render()
+    assert today[0] == today[1] != recorded[1]
 
 
 # -- what the report suggests, and what is never correlated -----------------------------------

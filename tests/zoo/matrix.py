@@ -189,10 +189,6 @@ _URANDOM_LIVE: Final = (
     "rewrites the tape: the live child gets today's ids and echoes them, which the cell "
     "counts as a change with no code change"
 )
-_I30: Final = (
-    "issue 30: a program that makes up its request ids (os.urandom) never sees its control "
-    "request answered on replay (argument_mismatch on stdin chunk 0, then end of output)"
-)
 _B: Final = (
     "zoo defect B: re-recorded live, the asyncio program's processes end in today's real "
     "order, its tasks reach the store in that order, and a store call ahead of its recorded "
@@ -219,7 +215,6 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
     # meet now: every time, as the live processes end in another order than recorded.
     ("asyncio", "live"): _B,
     ("asyncio", "review_live"): _B,
-    ("stream-urandom", "token"): _I30,
 }
 
 #: Cells that fail today some of the time, for a known reason (``xfail(strict=False)``):

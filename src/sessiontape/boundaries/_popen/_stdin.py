@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ...cassette import Payload, ProcessCall
+from ...cassette import Blob, Payload, ProcessCall
 from ...report import FieldDiff, MismatchKind
 from .._process import ProcessReplay
 
@@ -187,6 +187,11 @@ class StdinCheck:
         actual = engine.codec.comparable(today, recorded)
         if actual == recorded and what not in _STALLS:
             return  # the recorded bytes (the common case: no comparison to make)
+        if isinstance(recorded, Blob) and recorded.sidecar:
+            # Kept in the sidecar: compared as text where both are, as an inline chunk is
+            # (noise patterns apply, a value the program made up is correlated), not by
+            # digest.
+            recorded, actual = _as_text(engine, entry, recorded, actual, today)
         diffs, total = engine.check(entry, path, recorded, actual)
         if diffs or what in _STALLS:
             if what is None:
@@ -230,6 +235,18 @@ class StdinCheck:
             diffs=diffs,
             total=total,
         )
+
+
+def _as_text(
+    engine: Any, entry: ProcessCall, recorded: Blob, actual: Payload, today: bytes
+) -> tuple[Payload, Payload]:
+    """A sidecar chunk and today's, as text when both are UTF-8 (else as they were)."""
+    try:
+        stored = engine.payload(entry, recorded, "input", text=False)
+        pair = (bytes(stored).decode("utf-8"), today.decode("utf-8"))
+    except Exception:  # unreadable, or not text: compared by digest
+        return recorded, actual
+    return pair[0], engine.codec.comparable(pair[1], pair[0])
 
 
 def _what(recorded: bytes | None, today: bytes) -> str:
