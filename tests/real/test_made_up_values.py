@@ -11,6 +11,7 @@ column the id is too short to be found so (only the pattern names it).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import subprocess
@@ -19,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import sessiontape
-from sessiontape import MismatchKind, Noise
+from sessiontape import MismatchKind, Noise, ProcessCall
 
 from ._reverse import talk
 
@@ -410,3 +412,46 @@ def test_a_verify_boundarys_result_echoing_a_made_up_value_compares_with_todays(
     assert today[1] == {"added": today[0], "count": 1} != recorded[1]
     (followed,) = report.correlations
     assert (followed.boundary, followed.path, followed.how) == ("registry", "args[0]", "detected")
+
+
+# -- a live re-record keeps the recorded made-up values ----------------------------------------
+
+WORLD = [PY, "-c", "import os; print(os.urandom(4).hex() + '0')"]
+
+
+def ack_and_world(tape: Any) -> tuple[str, str, str]:
+    """An id made up and echoed (second reproduction), and a value the world gives (a
+    process's answer that differs every run), sent on to be echoed."""
+    rid, ack = second_reproduction(tape, "patch_subprocess")
+    given = subprocess.run(WORLD, capture_output=True, text=True, check=True).stdout.split()[0]
+    return rid, ack, send(tape, "patch_subprocess", ACK, f"req {given}\n").split()[1]
+
+
+def test_a_live_re_record_puts_the_made_up_values_back(tmp_path: Path) -> None:
+    cassette = tmp_path / "live.jsonl"
+    with sessiontape.record(cassette) as tape, tape.patch_subprocess():
+        recorded = ack_and_world(tape)
+
+    def processes() -> list[ProcessCall]:
+        calls = sessiontape.load(cassette).calls
+        return [c for c in calls if isinstance(c, ProcessCall)]
+
+    acked = msgspec.to_builtins(processes()[0])
+    for _ in range(2):
+        with sessiontape.replay(cassette, live=["process"], update=True) as tape:
+            with tape.patch_subprocess():
+                today = ack_and_world(tape)
+            report = tape.finish()
+        assert report.ok, report.render()
+        assert today[0] == today[1] != recorded[0]  # the live child echoed today's id
+        calls = processes()
+        # The made-up id's call is the recorded one (its time too: it asked the same)...
+        assert msgspec.to_builtins(calls[0]) == acked
+        # ...while the value the world gave is today's, where the program sent it on.
+        assert today[2] != recorded[2]
+        assert today[2] in json.dumps(msgspec.to_builtins(calls[2]))
+    with sessiontape.replay(cassette) as tape, tape.patch_subprocess():
+        again = ack_and_world(tape)
+    assert tape.report is not None
+    assert tape.report.ok, tape.report.render()
+    assert again[0] == again[1]

@@ -184,11 +184,6 @@ FAST: Final = frozenset(
 
 # -- cells that fail today -----------------------------------------------------------------
 
-_URANDOM_LIVE: Final = (
-    "a second live re-record of a program that makes up its request ids (os.urandom) "
-    "rewrites the tape: the live child gets today's ids and echoes them, which the cell "
-    "counts as a change with no code change"
-)
 _B: Final = (
     "zoo defect B: re-recorded live, the asyncio program's processes end in today's real "
     "order, its tasks reach the store in that order, and a store call ahead of its recorded "
@@ -210,7 +205,6 @@ _E_ASYNCIO: Final = (
 
 #: Cells that fail today, every time, for a known reason (``xfail(strict=True)``).
 KNOWN: Final[dict[tuple[str, str], str]] = {
-    ("stream-urandom", "live"): _URANDOM_LIVE,
     # Defect I (the clock jumping past a live process) is fixed; defect B is what they
     # meet now: every time, as the live processes end in another order than recorded.
     ("asyncio", "live"): _B,

@@ -50,6 +50,7 @@ from ..cassette import (
     request_of,
 )
 from ..report import Change, Mismatch, MismatchKind, Rewrite, diff_values
+from ._madeup import MadeUp
 from ._match import Noise, compare, same_call
 from ._newtape import NewTape
 from ._select import Selectors
@@ -129,6 +130,7 @@ class UpdatePlan:
     ) -> None:
         self.recording = recording
         self._noise = noise
+        self._made_up = MadeUp(recording, noise)
         self._update = update
         self._live = live
         #: New entries by the seq of the recorded call they replace.
@@ -367,9 +369,11 @@ class UpdatePlan:
 
     def _settle(self, rec: CallEntry, live: CallEntry, taken: dict[int, int]) -> None:
         """Put ``live`` in the place of ``rec``: nothing changes when it asked and got
-        the same; otherwise its line takes ``rec``'s seq (and ``rec``'s time when it
+        the same (the values the program made up today put back as recorded: see
+        ``_madeup``); otherwise its line takes ``rec``'s seq (and ``rec``'s time when it
         asked the same, for only the world's answer changed)."""
         boundary = boundary_of(rec) or ""
+        live = self._made_up.put_back(rec, live)
         recorded = request_of(rec)
         today = self._noise.keep_recorded(boundary, recorded, request_of(live))
         fields: dict[str, Any] = _request_fields(live, request_of(live), today)
