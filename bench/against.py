@@ -378,7 +378,14 @@ def _callgrind(tree: Tree, argv: list[str], cwd: Path, env: dict[str, str] | Non
 
 def _per_call(tree: Tree, target: str, cwd: Path, n: int, **kwargs: Any) -> float:
     """Instructions per call of ``target``: its run with ``2n`` calls (on each of
-    ``threads``) minus its run with ``n``, over the ``n`` calls (times the threads)."""
+    ``threads``) minus its run with ``n``, over the ``n`` calls (times the threads).
+
+    One run without valgrind comes first: a tree's first run compiles its modules to
+    bytecode (a second of instructions), which would count in the first run only."""
+    argv = [str(_CHILD), target, json.dumps({**kwargs, "calls": n})]
+    subprocess.run(
+        [str(tree.python), *argv], cwd=cwd, env=_child_env(tree), capture_output=True, check=True
+    )
     counts = [
         _callgrind(tree, [str(_CHILD), target, json.dumps({**kwargs, "calls": calls})], cwd)
         for calls in (n, 2 * n)
