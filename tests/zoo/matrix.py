@@ -216,10 +216,6 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
 FLAKY: Final[dict[tuple[str, str], str]] = {
     **{("asyncio", c): _E_ASYNCIO for c in ("chaos_race", "chaos_save", "report_chaos")},
     **{("pool", c): _E_POOL for c in ("chaos_race", "chaos_save", "report_chaos")},
-    ("stream", "live"): (
-        "failed once in the full matrix on a loaded machine (2026-11-28), passed alone; "
-        "cause not found yet (its tape's second live re-record with no change)"
-    ),
     ("pool", "replay_pytest"): (
         "replayed through pytest on a loaded machine, the pool program's tape failed once "
         "in three runs of the fast slice (its replay hook's `assert False`); cause not "
