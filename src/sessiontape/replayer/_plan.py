@@ -337,7 +337,7 @@ class UpdatePlan:
         for key, adds in today.items():
             recs = recorded.get(key)
             if recs:
-                pairs += _pair(recs, adds, self._same(key[0]))
+                pairs += _pair(recs, adds, _alike(key[0], self._noise))
         if not pairs:
             return
         #: The recorded seq each paired live call takes (its provisional seq's stand-in).
@@ -353,19 +353,6 @@ class UpdatePlan:
         # A live call inserted after a live call that took a recorded place goes after that
         # place (its anchor was the last call served to its worker before both).
         self.inserted = _reanchored(self.inserted, workers)
-
-    def _same(self, boundary: str) -> Callable[[CallEntry, CallEntry], int]:
-        """How alike a recorded call and a live one are: 2 the same request (noise
-        aside), 1 the same call with other arguments, 0 another call."""
-        noise = self._noise
-
-        def alike(rec: CallEntry, live: CallEntry) -> int:
-            expected, actual = request_of(rec), request_of(live)
-            if not compare(boundary, expected, actual, noise=noise)[0]:
-                return 2
-            return int(same_call(boundary, expected, actual))
-
-        return alike
 
     def _settle(self, rec: CallEntry, live: CallEntry, taken: dict[int, int]) -> None:
         """Put ``live`` in the place of ``rec``: nothing changes when it asked and got
@@ -417,6 +404,19 @@ class UpdatePlan:
         return kept_counts(
             self.recording, self.changed, self.dropped, [a.entry for a in self.inserted]
         )
+
+
+def _alike(boundary: str, noise: Noise) -> Callable[[CallEntry, CallEntry], int]:
+    """How alike a recorded call and a live one are: 2 the same request (noise aside), 1
+    the same call with other arguments, 0 another call."""
+
+    def alike(rec: CallEntry, live: CallEntry) -> int:
+        expected, actual = request_of(rec), request_of(live)
+        if not compare(boundary, expected, actual, noise=noise)[0]:
+            return 2
+        return int(same_call(boundary, expected, actual))
+
+    return alike
 
 
 def kept_counts(
