@@ -167,7 +167,6 @@ FAST: Final = frozenset(
         ("threads", "replay_pytest"),
         ("threads", "token"),
         ("asyncio", "off_concurrent"),
-        ("asyncio", "replay_pytest"),
         ("asyncio", "export"),
         ("pool", "record_env"),
         ("pool", "token"),
