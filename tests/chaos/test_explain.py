@@ -190,3 +190,34 @@ def test_the_terminal_row_marks_the_point_of_no_return() -> None:
         "  n    3    2    1    8    1",
         "                      ^ the point of no return",
     ]
+
+
+@pytest.mark.parametrize("between", [(), (("process", "echo w0 done"),)])
+def test_a_read_is_named_by_the_write_of_the_thread_that_read_before_it(
+    between: tuple[tuple[str, str], ...],
+) -> None:
+    """A lost update among four workers: w0 read the counter and waits to write it back;
+    w2 reads it now. Of the threads w2 passed over, the decision is about w0 (which made
+    the same call, and writes next, after what it does between), not w1, passed over
+    first but busy elsewhere."""
+    from sessiontape.replayer._decisions import decisions_of
+    from sessiontape.replayer._forcing import Decision
+
+    calls = [
+        ("w0", "store", "read_done()"),
+        ("w1", "process", "echo w1 1"),
+        ("w2", "store", "read_done()"),
+        ("w2", "store", "write_done(1)"),
+        ("w1", "store", "bump('w1')"),
+        *(("w0", boundary, text) for boundary, text in between),
+        ("w0", "store", "write_done(1)"),
+    ]
+    workers = {1: "w0", 2: "w1", 3: "w2"}
+    decision = Decision(step=5, chosen=3, others=(2, 1), last=3, mark=2)
+
+    (named,) = decisions_of(
+        [decision], workers, [c[0] for c in calls], lambda i: (calls[i][2], calls[i][1])
+    )
+
+    assert named.named() == "w2's `read_done()` ran before w0's `write_done(1)`"
+    assert (named.other, named.other_worker) == (1, "w0")
