@@ -221,3 +221,28 @@ def test_a_read_is_named_by_the_write_of_the_thread_that_read_before_it(
 
     assert named.named() == "w2's `read_done()` ran before w0's `write_done(1)`"
     assert (named.other, named.other_worker) == (1, "w0")
+
+
+def test_a_schedule_that_forces_its_decisions_is_explained_as_it_ran(
+    planted: dict[tuple[str, str], Planted],
+) -> None:
+    """A failing schedule given with a prefix (``Schedule(prefix=...)``: its decisions
+    forced, another seed and strategy) runs as the schedule it forces: explain traces it
+    with its prefix, and explains it as it does the schedule it came from."""
+    subject = planted[("jobs", "double_claim")]
+    seed = subject.first_found(0, 100)
+    assert seed is not None
+    traced = subject.run(Schedule(seed=seed, trace=True)).chaos
+    assert traced is not None
+    forced = Schedule(
+        seed=seed + 1, strategy="random", prefix=tuple(d.chosen for d in traced.decisions)
+    )
+    unforced = subject.run(Schedule(seed=seed + 1, strategy="random")).chaos
+    assert unforced is not None
+    assert not unforced.failed  # without its prefix, that seed passes
+
+    explained = sessiontape.explain(_runner(subject), forced)
+
+    original = sessiontape.explain(_runner(subject), Schedule(seed=seed))
+    assert explained.schedule == f"seed {seed + 1}, random"
+    assert {**explained.to_dict(), "schedule": None} == {**original.to_dict(), "schedule": None}
