@@ -196,7 +196,7 @@ def test_the_terminal_row_marks_the_point_of_no_return() -> None:
 def test_a_read_is_named_by_the_write_of_the_thread_that_read_before_it(
     between: tuple[tuple[str, str], ...],
 ) -> None:
-    """A lost update among four workers: w0 read the counter and waits to write it back;
+    """A lost update among three workers: w0 read the counter and waits to write it back;
     w2 reads it now. Of the threads w2 passed over, the decision is about w0 (which made
     the same call, and writes next, after what it does between), not w1, passed over
     first but busy elsewhere."""
