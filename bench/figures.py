@@ -49,6 +49,7 @@ TARGETS: Final[dict[str, Target]] = {
     "startup_run_ratio": Target("<=", 1.05, "≤ 1.05× -p no:sessiontape"),
     "startup_record_none_ms": Target("<=", 10.0, "≤ 10 ms"),
     "update_ratio": Target("<=", 3.0, "≤ 3× plain replay"),
+    "explain_s": Target("<=", 60.0, "≤ 60 s on 2 cores"),
 }
 
 #: The fixed-cost target holds in a process with at least this many modules loaded.
@@ -488,6 +489,22 @@ def _update_rows(up: Results, results: Results) -> Iterable[Row]:
     )
 
 
+def _explain_rows(ex: Results, results: Results) -> Iterable[Row]:
+    yield _row(
+        "explain_s",
+        f"explain of a failing chaos schedule of a {ex['entries']:,}-entry, "
+        f"{ex['workers']}-worker tape",
+        ex["explain_ns"] / 1e9,
+        "s",
+        "one chaos schedule of the same tape (ms)",
+        ex["schedule_ns"] / 1e6,
+        ex["ratio"],
+        f"{ex['schedules']} schedules ({ex['estimates']} estimates), "
+        f"{ex['per_schedule_ratio']:.2f}× one schedule each; point of no return: decision "
+        f"{ex['point']} of {ex['decisions']}",
+    )
+
+
 #: The summary's rows in table order: each case's rows, built from its results.
 _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]] = (
     ("replay_call", _process_rows),
@@ -496,6 +513,7 @@ _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]
     ("corpus", _corpus_rows),
     ("end_to_end", _e2e_rows),
     ("update", _update_rows),
+    ("explain", _explain_rows),
     ("memory", _memory_rows),
     ("load", _load_rows),
     ("record", _record_rows),

@@ -226,6 +226,18 @@ def _report(row: Row, results: Results) -> str:
     )
 
 
+def _explain(row: Row, results: Results) -> str:
+    ex = results["results"]["explain"]
+    _, bound, _ = TARGETS[row["id"]]
+    each = ex["explain_ns"] / ex["schedules"] / 1e9
+    return (
+        f"Explain ran {ex['schedules']} schedules at {each * 1e3:.1f} ms each "
+        f"({ex['per_schedule_ratio']:.2f}× one plain schedule of the tape). Within "
+        f"{bound:.0f} s, {bound / each:.0f} schedules of that cost fit: fewer schedules "
+        "(fewer estimates, or fewer samples per estimate) or cheaper ones.\n"
+    )
+
+
 _ANALYSES: Final[dict[str, Callable[[Row, Results], str]]] = {
     "replay_call_us": _replay_call,
     "replay_agent_us": _replay_call,
@@ -245,6 +257,7 @@ _ANALYSES: Final[dict[str, Callable[[Row, Results], str]]] = {
     "orchestrator_sleeping_overhead_pct": _orchestrator,
     "report_time_ratio": _report,
     "report_size_ratio": _report,
+    "explain_s": _explain,
 }
 
 

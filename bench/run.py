@@ -14,8 +14,9 @@ fixed cost of one replay and a corpus of cassettes through pytest (vs trivial te
 with ``-n 2`` vs serially), the eight-hour tape end to end (vs msgspec decoding the
 file), peak memory at 1,000,000 entries (vs the file and msgspec's eager decode), load
 throughput, recording overhead (vs the unwrapped runner, on one thread and at 8, and on
-the example orchestrator's run), the cost of a disabled recorder, and ``sessiontape
-report`` (vs the tape's size and load time).
+the example orchestrator's run), the cost of a disabled recorder, ``sessiontape
+report`` (vs the tape's size and load time), and ``explain`` of a failing chaos schedule
+of a 1,000-entry, 4-worker tape (vs one schedule of it).
 
 Beside each figure stands the previous run's: by default the committed
 ``BENCHMARKS.json`` (read before this run replaces it) when it was run in the same mode;
@@ -65,6 +66,7 @@ from cases import (  # noqa: E402
     corpus,
     disabled,
     end_to_end,
+    explain,
     load,
     memory,
     record,
@@ -118,6 +120,11 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_candidates": 24,
         "shrink_rounds": 3,
         "minimize_tapes": 500,
+        "explain_workers": 4,
+        "explain_calls": 198,
+        "explain_every": 4,
+        "explain_search": 1000,
+        "explain_rounds": 15,
     },
     "quick": {
         "tapes": {
@@ -152,6 +159,11 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_candidates": 12,
         "shrink_rounds": 2,
         "minimize_tapes": 100,
+        "explain_workers": 4,
+        "explain_calls": 198,
+        "explain_every": 4,
+        "explain_search": 1000,
+        "explain_rounds": 5,
     },
     "tiny": {
         "tapes": {
@@ -186,6 +198,11 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "shrink_candidates": 3,
         "shrink_rounds": 1,
         "minimize_tapes": 8,
+        "explain_workers": 3,
+        "explain_calls": 12,
+        "explain_every": 4,
+        "explain_search": 500,
+        "explain_rounds": 2,
     },
 }
 
@@ -202,6 +219,7 @@ ALL_CASES: Final = (
     "startup",
     "shrink",
     "update",
+    "explain",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -309,6 +327,17 @@ def _cases(
                 candidate_entries=prof["shrink_candidate_entries"],
                 candidates=prof["shrink_candidates"],
                 rounds=prof["shrink_rounds"],
+            ),
+        ),
+        "explain": (
+            "explain of a failing chaos schedule, against one schedule of the same tape",
+            lambda: explain.run(
+                workdir=workdir,
+                workers=prof["explain_workers"],
+                calls=prof["explain_calls"],
+                every=prof["explain_every"],
+                search=prof["explain_search"],
+                rounds=prof["explain_rounds"],
             ),
         ),
     }

@@ -367,6 +367,35 @@ def startup_section(res: Results) -> list[str]:
     ]
 
 
+def explain_section(res: Results) -> list[str]:
+    ex = res["explain"]
+    return [
+        "## 9. Explain: where a race became inevitable\n",
+        f"A threading program of {ex['workers']} workers (process calls and store calls, "
+        "`bench/cases/explain.py`) with one planted race: a worker that is done adds itself "
+        "to a shared counter in two store calls, a gap the recording closed. Recorded once "
+        f"({ex['entries']:,} entries; the threads' real order while recording, so the "
+        "failing seed and the decisions can differ from run to run); PCT seed "
+        f"{ex['failing_seed']} was the first to fail "
+        f"({ex['failure']}). `sessiontape.explain` on that schedule, in the same "
+        "interpreter as its baseline: the median of "
+        f"{2 * ex['rounds']} PCT schedules of the same tape, half before explain and half "
+        "after.\n",
+        "| | value |",
+        "|---|---|",
+        f"| explain, wall (CPU) | {ex['explain_ns'] / 1e9:.2f} s "
+        f"({ex['explain_cpu_ns'] / 1e9:.2f} s) |",
+        f"| schedules explain ran (estimates) | {ex['schedules']} ({ex['estimates']}) |",
+        f"| one chaos schedule: median (best, worst) | {ex['schedule_ns'] / 1e6:.1f} ms "
+        f"({ex['schedule_min_ns'] / 1e6:.1f}, {ex['schedule_max_ns'] / 1e6:.1f}) |",
+        f"| explain / one schedule | {ex['ratio']:.0f}× |",
+        f"| explain per schedule it ran / one schedule | {ex['per_schedule_ratio']:.2f}× |",
+        f"| point of no return | decision {ex['point']} of {ex['decisions']}: "
+        f"{ex['deciding'] or 'certain before any decision'} |",
+        "",
+    ]
+
+
 #: The detailed sections in the order BENCHMARKS.md shows them, each with the cases it
 #: reports on (it is shown when any of them ran).
 SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ...]] = (
@@ -378,4 +407,5 @@ SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ..
     (("report",), report_section),
     (("corpus",), corpus_section),
     (("startup",), startup_section),
+    (("explain",), explain_section),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -195,6 +196,21 @@ def _check_shrink(res: dict[str, Any]) -> None:
     assert candidate["shrink"]["valid"]
 
 
+def _check_explain(res: dict[str, Any]) -> None:
+    ex = res["explain"]
+    assert ex["workers"] == 3
+    assert ex["entries"] == 3 * (12 + 3 + 2) + 1  # calls, bumps, the done-counter, the end
+    assert "another outcome than recorded" in ex["failure"]
+    assert 0 < ex["point"] <= ex["decisions"]
+    # The race is the done-counter's: a worker's read ran before another's write.
+    assert re.fullmatch(r"(w\d)'s `read_done\(\)` ran before (?!\1)w\d's `write_done\(\d\)`",
+                        ex["deciding"]), ex["deciding"]  # fmt: skip
+    assert ex["schedules"] > ex["estimates"] >= 2
+    for key in ("explain_ns", "explain_cpu_ns", "schedule_ns", "ratio", "per_schedule_ratio"):
+        assert _positive(ex[key]), key
+    assert ex["schedule_min_ns"] <= ex["schedule_ns"] <= ex["schedule_max_ns"]
+
+
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
     "recording": (
         ("disabled", "record"),
@@ -231,6 +247,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
     ),
     "shrink": (("shrink",), _check_shrink, set()),
     "update": (("update",), _check_update, {"update_ratio"}),
+    "explain": (("explain",), _check_explain, {"explain_s"}),
 }
 
 

@@ -41,7 +41,7 @@ PROCESS_CALLS: Final = 200
 STORE_CALLS: Final = 50
 
 
-class _Echo:
+class Echo:
     """Answers like ``echo`` without starting a process."""
 
     def run(self, argv: list[str], **kwargs: Any) -> ProcessResult:
@@ -66,7 +66,7 @@ class _Tally:
 
 
 def _four_workers(tape: sessiontape.Tape) -> dict[str, int]:
-    runner = tape.process_runner(_Echo())  # type: ignore[arg-type]
+    runner = tape.process_runner(Echo())  # type: ignore[arg-type]
     live = _Tally() if tape.mode is not sessiontape.Mode.REPLAY else None
     store = tape.store(live, mutations=["bump"], snapshot=_Tally.snapshot, factory=_Tally)
 

@@ -6,10 +6,13 @@ picked, those passed over, and how many calls had run. Here each becomes a
 passed over that it is named by, so that a person reads "w2's `next_pending()` ran before
 w1's `take('alpha')`". Of the threads passed over, that is the one with a call soon
 after that shares an argument with the picked thread's (the same task) on the same
-boundary, then one that shares an argument, then one whose next call is on the same
-boundary, then the one it preempted, then the first started; the call named is that
+boundary, then one that shares an argument, then one whose last call was the one the
+picked thread is about to make (both read the same thing: the one that read first acts
+on it next, a check-then-act or a read-then-write), then one whose next call is on the
+same boundary, then the one it preempted, then the first started; the call named is that
 shared one (the decision ran the picked call before all of the other thread's later
-calls), else the other thread's next call.
+calls), else, for a thread that made the same call, its next call on the same boundary,
+else the other thread's next call.
 """
 
 from __future__ import annotations
@@ -75,6 +78,11 @@ def decisions_of(
         at = bisect.bisect_left(mine, mark)
         return [describe(i) for i in mine[at : at + _LOOKAHEAD]]
 
+    def call_before(worker: str, mark: int) -> tuple[str, str | None]:
+        mine = by_worker.get(worker, [])
+        at = bisect.bisect_left(mine, mark)
+        return describe(mine[at - 1]) if at else ("", None)
+
     out = []
     for number, decision in enumerate(decisions, 1):
         worker = worker_of(decision.chosen)
@@ -83,15 +91,23 @@ def decisions_of(
         ranked = []
         for position, order in enumerate(decision.others):
             theirs = calls_after(worker_of(order), decision.mark)
+            before, before_boundary = call_before(worker_of(order), decision.mark)
+            # The other thread made the call the picked one is about to make: it acts
+            # on what it got next, and the picked thread's call comes in between.
+            made = before_boundary == boundary and _operation(before) == _operation(call)
+            same = bool(call) and made
             # Of the other thread's next calls, the first on the same boundary with an
-            # argument in common, else the first with one, else its next call.
+            # argument in common, else the first with one, else (when it made the same
+            # call) its first on the same boundary, else its next call.
             scored = [
                 (not (mine & _arguments(text)), boundary != their_boundary, i, text)
                 for i, (text, their_boundary) in enumerate(theirs)
-                if i == 0 or mine & _arguments(text)
+                if i == 0 or mine & _arguments(text) or (same and their_boundary == boundary)
             ]
             shared, other_boundary, _, text = min(scored, default=(True, True, 0, ""))
-            ranked.append((shared, other_boundary, order != decision.last, position, order, text))
+            ranked.append(
+                (shared, not same, other_boundary, order != decision.last, position, order, text)
+            )
         *_, other, other_call = min(ranked)
         out.append(
             ChaosDecision(
@@ -106,6 +122,15 @@ def decisions_of(
             )
         )
     return out
+
+
+def _operation(call: str) -> str:
+    """What a call does, without its arguments: a method's name (``read_count()``:
+    ``read_count``), or a command's program and first word (``git show HEAD:x``: ``git
+    show``)."""
+    if call.endswith(")") and "(" in call:
+        return call[: call.index("(")]
+    return " ".join(call.split()[:2])
 
 
 def _arguments(call: str) -> set[str]:

@@ -55,7 +55,7 @@ def explain(
         raise UsageError(f"explain needs at least one schedule per estimate, got {samples}.")
     if not 0 < threshold <= 1:
         raise UsageError(f"explain's threshold must be in (0, 1], got {threshold!r}.")
-    traced = run(dataclasses.replace(schedule, trace=True, prefix=()))
+    traced = run(dataclasses.replace(schedule, trace=True))  # with its prefix: as it failed
     if not traced.failed:
         raise UsageError(
             f"{traced.cassette} under {schedule.label} did not fail "
