@@ -97,13 +97,17 @@ class Branching(ReplayEngine):
         with self._lock:
             if self._forked:
                 return
-            self._forked = True
+            # The calls before the fork stay their workers' own, served in the tape's order.
+            # Other workers take from the queues meanwhile: each is copied in one step (C
+            # code, under the GIL), and the index is made before any worker is told the
+            # fork has parted (it reads ``_forked`` without the lock).
+            seq = self.fork.seq
+            queues = list(self._index.queues.values())
+            remaining = [e for q in queues for e in list(q) if e.seq > seq]
+            self._asked = Asked(remaining, self._used, self._aligner.matches)
             # A verify call the tape lacks now runs for real and joins the branch.
             self.updating = True
-            # The calls before the fork stay their workers' own, served in the tape's order.
-            seq = self.fork.seq
-            remaining = (e for q in self._index.queues.values() for e in q if e.seq > seq)
-            self._asked = Asked(remaining, self._used, self._aligner.matches)
+            self._forked = True
             # The stores' recorded order holds before the fork only: every recorded verify
             # call after it has had its turn, so a call waits for the calls before the
             # fork (and for them alone), whoever makes it and whenever.
