@@ -18,14 +18,13 @@ on by the program) came to the program in an answer: it stays as today's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import msgspec
 
 from ..cassette import CallEntry, Chunk, ProcessCall, Recording, eager
-from ._correlate import EARLIER_CALLS, HOW_CLOCK, detect
+from ._correlate import EARLIER_CALLS, HOW_CLOCK, _alternation, _replace, detect
 from ._match import Noise
 from ._timegaps import TimeGaps
 
@@ -110,18 +109,19 @@ def _answers(entry: ProcessCall) -> Iterator[str]:
 
 
 def _substituted(call: ProcessCall, table: Mapping[str, str]) -> ProcessCall:
-    """``call`` with every text of ``table`` replaced by its value, wherever it is."""
-    regex = re.compile("|".join(re.escape(t) for t in sorted(table, key=len, reverse=True)))
+    """``call`` with every text of ``table`` replaced by its value, wherever it is (as
+    ``_correlate`` substitutes: longest first, in texts, lists and mappings)."""
+    regex = _alternation(table)
 
     def sub(value: Any) -> Any:
-        return regex.sub(lambda m: table[m.group(0)], value) if isinstance(value, str) else value
+        return _replace(value, regex, table, {})
 
     chunks = call.chunks
     return _REPLACE(
         call,
-        argv=[sub(a) for a in call.argv],
+        argv=sub(call.argv),
         cwd=sub(call.cwd),
-        env=None if call.env is None else {k: sub(v) for k, v in call.env.items()},
+        env=sub(call.env),
         input=sub(call.input),
         stdout=sub(call.stdout),
         stderr=sub(call.stderr),
