@@ -10,7 +10,6 @@ order, and compares its result with the tape.
 from __future__ import annotations
 
 import inspect
-import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -34,6 +33,7 @@ from ..recorder import Opened
 from ..replayer import Normalize, rebuild_error
 from ..report import MismatchKind, diff_values_counted
 from ..scrub import encodes_as, error_info, qualname
+from ._popen import running_loop
 from ._protocols import RecordSide, ReplaySide
 from ._today import RESULTS, same_args, same_today
 
@@ -383,7 +383,7 @@ def verify_proxy(
             head = queue[0] if queue else None
             if head is not None:
                 engine.wait_turn(name, boundary, head.seq)
-            elif not _in_event_loop():
+            elif running_loop() is None:
                 # None of the worker's calls left: a call the tape lacks comes after the
                 # recorded ones (an event loop's task cannot wait: it would block the
                 # loop the others run on).
@@ -418,12 +418,6 @@ def verify_proxy(
         for method, bound in _bound_methods(target, methods, "verify").items()
     }
     return _Proxy(target, wrapped)
-
-
-def _in_event_loop() -> bool:
-    """Whether the calling thread runs an asyncio event loop (asyncio not imported: no)."""
-    asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and asyncio._get_running_loop() is not None
 
 
 def _method_of(entry: CallEntry) -> str:

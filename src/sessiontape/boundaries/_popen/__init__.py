@@ -12,9 +12,16 @@ the same entry.
 
 from __future__ import annotations
 
+from ._fake import running_loop
 from ._live import live_popen
 from ._pipes import TAPE_PID_BASE
 from ._record import recording_popen
 from ._replay import replaying_popen
 
-__all__ = ["TAPE_PID_BASE", "live_popen", "recording_popen", "replaying_popen"]
+__all__ = [
+    "TAPE_PID_BASE",
+    "live_popen",
+    "recording_popen",
+    "replaying_popen",
+    "running_loop",
+]
