@@ -8,6 +8,7 @@ is really there, it reads the canvas's pixels.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +171,8 @@ def test_serve_draws_the_same_lanes_from_its_columns_api(page: Page, corpus_serv
 
 
 def test_zoom_to_a_single_call_and_back(page: Page, corpus_reports: dict[str, Path]) -> None:
+    from playwright.sync_api import expect  # the page fixture has made sure it is there
+
     tape = CORPUS / "gardener-full.jsonl"
     recording = sessiontape.load(tape)
     turn = next(c for c in recording.calls if isinstance(c, sessiontape.AgentTurn))
@@ -181,6 +184,9 @@ def test_zoom_to_a_single_call_and_back(page: Page, corpus_reports: dict[str, Pa
     # The table's timeline cell links a row to its place on the axis.
     page.click("#v-table")
     page.locator("#f-q").fill("agent.execute")
+    # The search applies after a pause for typing: wait for the narrowed list itself, not
+    # for the row, which the whole list shows too and which the narrowing then moves.
+    expect(page.locator("#count")).to_have_text(re.compile(r" of [\d,]+ entries$"))
     page.wait_for_selector(f"#layer .row[data-seq='{turn.seq}']")
     page.click(f"#layer .row[data-seq='{turn.seq}'] .bar")
     page.wait_for_selector("#lanes:not([hidden])")

@@ -80,6 +80,9 @@ def test_search_narrows_the_rows(page: Page, viewer: Open) -> None:
     page.keyboard.type("GIT MERGE")  # the session end says "merged", too
     expect(page.locator("#count")).to_have_text("2 of 8 entries")
     assert visible_seqs(page) == [3, 6]
+    # The rows the narrowed list no longer needs are hidden and name no entry, so that a
+    # selector of one entry finds the one row that shows it.
+    assert page.eval_on_selector_all("#layer .row[data-seq]", "rows => rows.length") == 2
     page.fill("#f-q", "")
     page.select_option("#f-worker", "w2")
     expect(page.locator("#count")).to_have_text("3 of 8 entries")

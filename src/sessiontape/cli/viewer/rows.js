@@ -181,7 +181,9 @@ class VirtualList {
     const links = S.links;
     this.pool.forEach((node, slot) => {
       const pos = first + slot;
-      if (pos >= this.total) { node.hidden = true; node.dataset.pos = ''; return; }
+      // A row out of the list or not loaded yet names no entry: a stale seq on a hidden row
+      // would make a selector of the entry match two rows, one of them invisible.
+      if (pos >= this.total) { node.hidden = true; node.dataset.pos = ''; delete node.dataset.seq; return; }
       node.hidden = false;
       node.style.top = (slot * ROW - shift) + 'px';
       node.dataset.pos = String(pos);
@@ -197,6 +199,7 @@ class VirtualList {
       }
       node.setAttribute('aria-selected', pos === S.selected ? 'true' : 'false');
       if (!row) {
+        delete node.dataset.seq;
         want(Math.floor(pos / PAGE));
         node.className = cls + ' pending';
         for (const i of [3, 4, 5, 6, 7]) c[i].textContent = '';
