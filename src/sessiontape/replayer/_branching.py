@@ -225,6 +225,9 @@ class Branching(ReplayEngine):
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         worker = worker_var.get()
+        # Today's request, which may hold a secret: redacted, as the plain engine's (the
+        # stop reaches the report, the receipt on disk and the terminal).
+        what = self.scrubber.secrets(what)
         if self._live_next == (boundary, worker):
             self._live_next = None
             self._fork_live_worker = worker
@@ -249,6 +252,7 @@ class Branching(ReplayEngine):
             if self._stopped is None:
                 asked = self._missed.get(worker)
                 shown = f" asking {summarize_value(dict(asked), 160)}" if asked else ""
+                shown = self.scrubber.secrets(shown)
                 self._stopped = f"worker {worker!r}, {boundary}: {what}{shown}"
         raise ForkStopped
 
