@@ -11,6 +11,7 @@ with live calls forbidden, the fork stops there and names it).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +19,11 @@ from typing import Any
 
 import sessiontape
 from sessiontape import AgentTurn, ProcessCall
-from sessiontape.cassette import CallEntry
+from sessiontape.cassette import Call, CallEntry
 
+from . import zoo_asyncio
 from .harness import Cell
+from .matrix import TOKEN
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,12 @@ def _model_stdout(entry: CallEntry) -> dict[str, Any]:
     return dict(json.loads(stdout))
 
 
+def _result(entry: CallEntry) -> dict[str, Any]:
+    """The recorded result of an agent turn or of a user boundary's call."""
+    assert isinstance(entry, (AgentTurn, Call)), entry
+    return dict(entry.result)
+
+
 def _labelled(entry: CallEntry) -> list[str]:
     # The first issue is labelled with the label the fork gave.
     return ["gh", "issue", "edit"]
@@ -63,6 +72,22 @@ ANSWERS: dict[str, ForkPlan] = {
         same_path=lambda e: {"stdout": json.dumps(_model_stdout(e), indent=2)},
         other_path=lambda e: {"stdout": json.dumps({"label": "what-if"})},
         stops_at=_labelled,
+    ),
+    # The planner's plan for the first job: its `timeout` bounds a child that ends well
+    # within either, its `size` is the child's argument.
+    "asyncio": ForkPlan(
+        step=lambda e: isinstance(e, AgentTurn),
+        same_path=lambda e: {**_result(e), "timeout": 30.0},
+        other_path=lambda e: {**_result(e), "size": 7},
+        stops_at=lambda e: [sys.executable, "-c", zoo_asyncio.CHILD, _result(e)["job"], "7"],
+    ),
+    # The reviewer's verdict on the first package reviewed (a user boundary's call):
+    # `approved` goes into the outcome only, `summary` is committed.
+    "pool": ForkPlan(
+        step=lambda e: isinstance(e, Call) and e.boundary == "reviewer",
+        same_path=lambda e: {**_result(e), "approved": False},
+        other_path=lambda e: {**_result(e), "summary": "what if: another summary"},
+        stops_at=lambda e: ["git", "commit", "-q", "-m", "what if: another summary"],
     ),
 }
 
@@ -124,3 +149,4 @@ def fork(cell: Cell) -> None:
     assert result.stopped is not None
     argv = plan.stops_at(at)
     assert f"process: the process call {argv!r}"[:-1] in result.stopped, result.stopped
+    assert TOKEN not in result.stopped  # today's request, redacted as any report's

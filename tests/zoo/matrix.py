@@ -138,7 +138,7 @@ NOT_APPLICABLE: Final[dict[tuple[str, str], str]] = {
     **{
         (p.name, "fork"): "no fork answers written for it yet (caps_fork.ANSWERS: issue 33)"
         for p in PROGRAMS
-        if p.name not in ("threads", "cli")
+        if p.name not in ("threads", "cli", "asyncio", "pool")
     },
 }
 # Two entries differ from another only in one value the program makes up or reads: they
