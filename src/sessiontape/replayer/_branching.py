@@ -28,11 +28,13 @@ import msgspec
 from .._context import worker_var
 from .._errors import UnrecordedCallError
 from ..cassette import CallEntry, ProcessCall, boundary_of, request_of
-from ..report import MismatchKind, summarize_value
+from ..report import FieldDiff, MismatchKind, summarize_value
 from ._align import Normalize
 from ._asked import Asked
 from ._branch import Branch
+from ._conversation import turn_of
 from ._engine import ReplayEngine
+from ._match import Path as MatchPath
 from ._scheduler import ScheduleStopped
 
 __all__ = ["Branching", "Fork", "ForkStopped", "RunLive"]
@@ -73,10 +75,12 @@ class Branching(ReplayEngine):
     fork: Fork
     _fork_entry: CallEntry
 
-    def _branch_from(self, fork: Fork, entry: CallEntry) -> None:
-        """Fork at ``entry`` (its queue holds it: the recorded call, or the answer)."""
+    def _branch_from(self, fork: Fork, entry: CallEntry, *, after: int | None = None) -> None:
+        """Fork at ``entry`` (its queue holds it: the recorded call, or the answer); for a
+        conversation answered at one turn, ``after`` is its first chunk after the answer."""
         self.fork = fork
         self._fork_entry = entry
+        self._after_chunk = after
         self.branch = Branch()
         self._lock = threading.Lock()
         self._forked = False
@@ -87,6 +91,8 @@ class Branching(ReplayEngine):
         self._fork_live_worker: str | None = None
         #: The call that stopped a fork that may not run live (``None``: none did).
         self._stopped: str | None = None
+        #: What to do instead, where running the call that stopped it live cannot help.
+        self._advice: str | None = None
         self._missed: dict[str, Mapping[str, Any]] = {}
         self._verify_set = frozenset(s for o in self._index.verify_order.values() for s in o)
 
@@ -248,13 +254,42 @@ class Branching(ReplayEngine):
                 boundary=boundary,
                 worker=worker,
             )
+        asked = self._missed.get(worker)
+        shown = f" asking {summarize_value(dict(asked), 160)}" if asked else ""
+        raise self._stop(f"worker {worker!r}, {boundary}: {what}{self.scrubber.secrets(shown)}")
+
+    def _stop(self, stopped: str, advice: str | None = None) -> ForkStopped:
+        """Stop the fork at the call ``stopped`` names (the first stop is the one told):
+        the error that ends the calling worker."""
         with self._lock:
             if self._stopped is None:
-                asked = self._missed.get(worker)
-                shown = f" asking {summarize_value(dict(asked), 160)}" if asked else ""
-                shown = self.scrubber.secrets(shown)
-                self._stopped = f"worker {worker!r}, {boundary}: {what}{shown}"
-        raise ForkStopped
+                self._stopped, self._advice = stopped, advice
+        return ForkStopped()
+
+    def check(
+        self, entry: CallEntry, path: MatchPath, expected: Any, actual: Any
+    ) -> tuple[list[FieldDiff], int]:
+        """A write to the conversation answered at one turn that is not the recorded one,
+        after that answer, is a request the tape cannot answer: the fork stops there,
+        live calls allowed or not (a conversation cannot go live from its middle)."""
+        diffs, total = super().check(entry, path, expected, actual)
+        after = self._after_chunk
+        if not diffs or after is None or entry is not self._fork_entry:
+            return diffs, total
+        index = path[1] if len(path) > 1 and path[0] == "chunks" else None
+        if not isinstance(index, int) or index < after:
+            return diffs, total  # before the answer: a divergence, as in any replay
+        assert isinstance(entry, ProcessCall)
+        assert entry.chunks is not None
+        turn = turn_of(entry.chunks, index)
+        wrote = self.scrubber.secrets(summarize_value(actual, 160))
+        seq = self.fork.seq
+        raise self._stop(
+            f"worker {entry.worker!r}, process: the process call {entry.argv!r}, turn "
+            f"{turn}: the program wrote {wrote}",
+            advice=f"A conversation cannot go live from its middle: run all of it live, "
+            f"--sessiontape-fork={seq} with no --sessiontape-fork-answer (Fork(seq={seq})).",
+        )
 
     # -- live calls: the record side asks these (see ``tape/_live.py``) -------------------
 
