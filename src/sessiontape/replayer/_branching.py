@@ -46,7 +46,8 @@ class Fork:
 
     ``answer`` is what that call returns instead of its recorded answer: for a process
     call a mapping of ``returncode``, ``stdout`` and ``stderr`` (the ones left out keep
-    their recorded values), for an agent turn or a user boundary's call the result as
+    their recorded values), for a conversation one turn's (``{"turn": N, "stdout": ...}``:
+    see ``_conversation.py``), for an agent turn or a user boundary's call the result as
     JSON data (a ``StepResult``'s fields). ``None``: the call runs live. With ``live``
     false, a call after the fork that no recorded call answers stops the fork (the result
     names it) instead of running live.
@@ -64,8 +65,9 @@ class RunLive(UnrecordedCallError):
 
 
 class ForkStopped(ScheduleStopped):
-    """Ends the worker whose call the tape cannot answer in a fork that may not run live
-    (a ``BaseException``, as a stopped schedule's: the application does not carry on)."""
+    """Ends the worker whose call the tape cannot answer in a fork that may not run it
+    live (live calls forbidden, or a turn of a conversation): a ``BaseException``, as a
+    stopped schedule's, so the application does not carry on."""
 
 
 class Branching(ReplayEngine):
