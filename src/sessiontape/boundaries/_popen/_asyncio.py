@@ -172,21 +172,31 @@ def _replayed(proc: Any) -> bool:
     return proc is not None and type(proc.__dict__.get(TRACKER)) is _fake.Fake
 
 
+def _waits_for_pipes(transport: type) -> bool:
+    """Whether the transport tells those awaiting its process's end only once every pipe
+    was connected and lost (gh-125502: 3.11, and 3.12 and 3.13 before its fix). 3.10
+    tells them when the process exits; the fixed versions also when its pipes never
+    connected. Found by what the methods' code names, whatever the version says."""
+    exited = transport.__dict__["_process_exited"].__code__.co_names
+    finish = transport.__dict__["_try_finish"].__code__.co_names
+    return "_exit_waiters" not in exited and "_pipes_connected" not in finish
+
+
 def _ends_unconnected(original: Any) -> Any:
     """The transport's ``__init__``: a replayed process's transport wakes those awaiting
     its end when the process ends, even if its pipes were never connected.
 
     asyncio connects a new process's pipes in a task of its own; a caller cancelled
     meanwhile (``asyncio.run`` cancelling what is left once another task raised) closes
-    the transport and awaits its end, and so does the cancelled connecting task's
-    transport for ever on CPython before the fix of gh-125502 (3.11, 3.12.0-7, 3.13.0):
-    the end is told only once every pipe has been connected and lost. Replay makes that
-    moment likely: a replayed process starts at once, and a task that diverges from the
-    tape (or a fork that stops) raises where it never did. So, as CPython's fix does, a
-    replayed process's transport whose pipes are not connected wakes those waiting for
-    its end when it ends. Only then: a program cannot await a transport's end before its
-    pipes are connected, so nothing else changes. Set on the transport itself, it holds
-    after interception ends, when ``asyncio.run`` cancels what is left.
+    the transport and awaits its end, and where :func:`_waits_for_pipes`, waits for ever
+    if that connecting task was cancelled too: the end is told only once every pipe has
+    been connected and lost. Replay makes that moment likely: a replayed process starts at
+    once, and a task that diverges from the tape (or a fork that stops) raises where it
+    never did. So, as CPython's fix does, a replayed process's transport whose pipes are
+    not connected wakes those waiting for its end when it ends. Only then: a program
+    cannot await a transport's end before its pipes are connected, so nothing else
+    changes. Set on the transport itself, it holds after interception ends, when
+    ``asyncio.run`` cancels what is left.
     """
 
     @functools.wraps(original)
@@ -226,7 +236,8 @@ def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
     for name in ("wait", "communicate"):
         patches.append((aio.Process, name, _guarded(aio.Process.__dict__[name], name, guard)))
     transport = base_subprocess.BaseSubprocessTransport
-    patches.append((transport, "__init__", _ends_unconnected(transport.__dict__["__init__"])))
+    if _waits_for_pipes(transport):
+        patches.append((transport, "__init__", _ends_unconnected(transport.__dict__["__init__"])))
     if _signals_itself(transport):
         send = transport.__dict__["send_signal"]
 
