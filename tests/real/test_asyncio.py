@@ -4,6 +4,7 @@ readline, returncode and pid, recorded and replayed with nothing spawned."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from asyncio.subprocess import PIPE
 from collections.abc import Callable
@@ -66,3 +67,58 @@ def test_asyncio_pid_is_the_replayed_one(round_trip: Callable[..., RoundTrip]) -
     assert done.replayed == 2**22 + done.processes[0].seq
     assert done.report.ok
     assert sys.platform != "win32"
+
+
+#: Recorded, then replayed with today's code failing in one task while the other starts
+#: its process: ``asyncio.run`` cancels the task starting it, whose pipes are not yet
+#: connected. Run in a child interpreter: on CPython before the fix of gh-125502 a hang
+#: would never end in this one.
+CANCELLED_START = """
+import asyncio, sys
+from asyncio.subprocess import PIPE
+import sessiontape
+
+async def main(tape, fail):
+    async def start():
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "print(1)", stdout=PIPE, stderr=PIPE
+        )
+        return await proc.communicate()
+
+    async def other():
+        await asyncio.sleep(0)
+        if fail:
+            raise RuntimeError("today's code fails in another task")
+
+    with tape.patch_subprocess():
+        return await asyncio.gather(start(), other())
+
+with sessiontape.record(sys.argv[1]) as tape:
+    print(asyncio.run(main(tape, False)))
+with sessiontape.replay(sys.argv[1]) as tape:
+    try:
+        asyncio.run(main(tape, True))
+    except RuntimeError as exc:
+        print("ended:", exc)
+print(tape.report.ok, tape.report.consumed)
+"""
+
+
+def test_a_task_cancelled_while_its_replayed_process_starts_ends(tmp_path: Path) -> None:
+    """asyncio.run cancels a task whose replayed process's pipes are being connected
+    (another task raised): the task ends, and so does the run (no wait for ever)."""
+    program = tmp_path / "cancelled_start.py"
+    program.write_text(CANCELLED_START, encoding="utf-8")
+    done = subprocess.run(
+        [PY, str(program), str(tmp_path / "t.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=120,  # reached only by a hang
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "[(b'1\\n', b''), None]",
+        "ended: today's code fails in another task",
+        "True 1",
+    ]

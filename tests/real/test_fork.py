@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +290,41 @@ def test_tapes_without_a_fork_note_load_as_before(recorded: Path) -> None:
     for path in sorted(corpus.glob("*.jsonl")):
         assert sessiontape.load(path).header.forked_from is None
     assert sessiontape.load(recorded).header.forked_from is None
+
+
+class _Weather:
+    def today(self, city: str) -> str:
+        return f"sunny in {city}"
+
+
+#: A token the program puts in a command's argv (GitHub's shape: the scrubber knows it).
+TOKEN = "ghp_" + "Fork1Token2" * 3 + "Fork1T"
+
+
+def _forecast(tape: sessiontape.Tape) -> str:
+    weather = tape.boundary("weather", _Weather(), methods=["today"])
+    with tape.patch_subprocess():
+        said = weather.today("Lyon")
+        done = subprocess.run(["echo", said, "--token", TOKEN], capture_output=True, text=True)
+    return done.stdout
+
+
+def test_a_stop_names_the_call_with_its_secrets_redacted(tmp_path: Path) -> None:
+    """The call a fork with live calls forbidden stops at is named as today's program
+    asks it, a secret in it redacted as in every report (and receipt) of a replay."""
+    tape = tmp_path / "forecast.jsonl"
+    with sessiontape.record(tape) as recording:
+        assert _forecast(recording) == f"sunny in Lyon --token {TOKEN}\n"
+    assert TOKEN not in tape.read_text(encoding="utf-8")
+    asked = next(e for e in sessiontape.load(tape).calls if not isinstance(e, ProcessCall))
+    fork = sessiontape.Fork(seq=asked.seq, answer="rain in Lyon", live=False)
+    with sessiontape.replay(tape, fork=fork) as player:
+        _forecast(player)
+    assert player.fork is not None
+    assert player.fork.stopped is not None
+    assert player.fork.stopped.startswith(
+        "worker 'main', process: the process call ['echo', 'rain in Lyon', '--token', '[REDACTED"
+    ), player.fork.stopped
+    assert TOKEN not in player.fork.stopped
+    assert player.report is not None
+    assert TOKEN not in player.report.render()

@@ -1,7 +1,8 @@
 """Fork: what if the agent had answered otherwise at one step?
 
 Each program that has a fork cell names the step to fork at (its first agent answer: an
-agent turn, or the model process of the command-line tool) and two answers
+agent turn, a user boundary's verdict, the model process of the command-line tool, or one
+turn of the stream program's conversation with its model) and two answers
 (:data:`ANSWERS`): one that changes the answer but not what the program asks next (every
 call after the fork is answered by the tape: the replay starts no process at all), and one
 that changes what it asks next (the first call after the fork the tape cannot answer:
@@ -11,6 +12,7 @@ with live calls forbidden, the fork stops there and names it).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +20,11 @@ from typing import Any
 
 import sessiontape
 from sessiontape import AgentTurn, ProcessCall
-from sessiontape.cassette import CallEntry
+from sessiontape.cassette import Call, CallEntry
 
+from . import zoo_asyncio
 from .harness import Cell
+from .matrix import TOKEN
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,38 @@ def _model_stdout(entry: CallEntry) -> dict[str, Any]:
     return dict(json.loads(stdout))
 
 
+def _result(entry: CallEntry) -> dict[str, Any]:
+    """The recorded result of an agent turn or of a user boundary's call."""
+    assert isinstance(entry, (AgentTurn, Call)), entry
+    return dict(entry.result)
+
+
+#: What the model says when it is rate limited (a stream-json ``result`` line).
+_RATE_LIMITED = (
+    json.dumps({"type": "result", "subtype": "error_during_execution", "is_error": True}) + "\n"
+)
+
+
+def _conversation(entry: CallEntry) -> ProcessCall:
+    assert isinstance(entry, ProcessCall)
+    assert entry.chunks is not None
+    return entry
+
+
+def _said(entry: CallEntry, turn: int) -> str:
+    """What a conversation's process said on stdout in ``turn`` (after the program's
+    ``turn``-th write; writes with no output between them count as one)."""
+    said, writes, wrote = [], 0, False
+    for chunk in _conversation(entry).chunks or ():
+        if chunk.stream == "stdin":
+            writes += 0 if wrote else 1
+        elif writes == turn and chunk.stream == "stdout":
+            assert isinstance(chunk.data, str), chunk
+            said.append(chunk.data)
+        wrote = chunk.stream == "stdin"
+    return "".join(said)
+
+
 def _labelled(entry: CallEntry) -> list[str]:
     # The first issue is labelled with the label the fork gave.
     return ["gh", "issue", "edit"]
@@ -63,6 +99,31 @@ ANSWERS: dict[str, ForkPlan] = {
         same_path=lambda e: {"stdout": json.dumps(_model_stdout(e), indent=2)},
         other_path=lambda e: {"stdout": json.dumps({"label": "what-if"})},
         stops_at=_labelled,
+    ),
+    # The planner's plan for the first job: its `timeout` bounds a child that ends well
+    # within either, its `size` is the child's argument.
+    "asyncio": ForkPlan(
+        step=lambda e: isinstance(e, AgentTurn),
+        same_path=lambda e: {**_result(e), "timeout": 30.0},
+        other_path=lambda e: {**_result(e), "size": 7},
+        stops_at=lambda e: [sys.executable, "-c", zoo_asyncio.CHILD, _result(e)["job"], "7"],
+    ),
+    # The reviewer's verdict on the first package reviewed (a user boundary's call):
+    # `approved` goes into the outcome only, `summary` is committed.
+    "pool": ForkPlan(
+        step=lambda e: isinstance(e, Call) and e.boundary == "reviewer",
+        same_path=lambda e: {**_result(e), "approved": False},
+        other_path=lambda e: {**_result(e), "summary": "what if: another summary"},
+        stops_at=lambda e: ["git", "commit", "-q", "-m", "what if: another summary"],
+    ),
+    # One turn of the conversation with the model (turn 2: the first task's prompt; turn
+    # 1 is the control handshake): the draft written otherwise, or the model rate
+    # limited, which makes the program send the same prompt again.
+    "stream": ForkPlan(
+        step=lambda e: isinstance(e, ProcessCall) and e.chunks is not None,
+        same_path=lambda e: {"turn": 2, "stdout": _said(e, 2).replace("the pump", "a pump")},
+        other_path=lambda e: {"turn": 2, "stdout": _RATE_LIMITED},
+        stops_at=lambda e: list(_conversation(e).argv),
     ),
 }
 
@@ -124,3 +185,4 @@ def fork(cell: Cell) -> None:
     assert result.stopped is not None
     argv = plan.stops_at(at)
     assert f"process: the process call {argv!r}"[:-1] in result.stopped, result.stopped
+    assert TOKEN not in result.stopped  # today's request, redacted as any report's

@@ -134,13 +134,6 @@ NOT_APPLICABLE: Final[dict[tuple[str, str], str]] = {
         if p.name not in _RACY
         for c in ("chaos_race", "chaos_save", "report_chaos", "explain")
     },
-    # A fork needs, per program, the step to fork at and answers that keep or change its
-    # path (caps_fork.ANSWERS): written for two programs of different styles so far.
-    **{
-        (p.name, "fork"): "no fork answers written for it yet (caps_fork.ANSWERS: issue 33)"
-        for p in PROGRAMS
-        if p.name not in ("threads", "cli")
-    },
 }
 # Two entries differ from another only in one value the program makes up or reads: they
 # run the cells where that value meets a replay, and nothing else twice.

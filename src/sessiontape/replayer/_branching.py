@@ -28,11 +28,13 @@ import msgspec
 from .._context import worker_var
 from .._errors import UnrecordedCallError
 from ..cassette import CallEntry, ProcessCall, boundary_of, request_of
-from ..report import MismatchKind, summarize_value
+from ..report import FieldDiff, MismatchKind, summarize_value
 from ._align import Normalize
 from ._asked import Asked
 from ._branch import Branch
+from ._conversation import turn_of
 from ._engine import ReplayEngine
+from ._match import Path as MatchPath
 from ._scheduler import ScheduleStopped
 
 __all__ = ["Branching", "Fork", "ForkStopped", "RunLive"]
@@ -44,7 +46,8 @@ class Fork:
 
     ``answer`` is what that call returns instead of its recorded answer: for a process
     call a mapping of ``returncode``, ``stdout`` and ``stderr`` (the ones left out keep
-    their recorded values), for an agent turn or a user boundary's call the result as
+    their recorded values), for a conversation one turn's (``{"turn": N, "stdout": ...}``:
+    see ``_conversation.py``), for an agent turn or a user boundary's call the result as
     JSON data (a ``StepResult``'s fields). ``None``: the call runs live. With ``live``
     false, a call after the fork that no recorded call answers stops the fork (the result
     names it) instead of running live.
@@ -62,8 +65,9 @@ class RunLive(UnrecordedCallError):
 
 
 class ForkStopped(ScheduleStopped):
-    """Ends the worker whose call the tape cannot answer in a fork that may not run live
-    (a ``BaseException``, as a stopped schedule's: the application does not carry on)."""
+    """Ends the worker whose call the tape cannot answer in a fork that may not run it
+    live (live calls forbidden, or a turn of a conversation): a ``BaseException``, as a
+    stopped schedule's, so the application does not carry on."""
 
 
 class Branching(ReplayEngine):
@@ -73,10 +77,12 @@ class Branching(ReplayEngine):
     fork: Fork
     _fork_entry: CallEntry
 
-    def _branch_from(self, fork: Fork, entry: CallEntry) -> None:
-        """Fork at ``entry`` (its queue holds it: the recorded call, or the answer)."""
+    def _branch_from(self, fork: Fork, entry: CallEntry, *, after: int | None = None) -> None:
+        """Fork at ``entry`` (its queue holds it: the recorded call, or the answer); for a
+        conversation answered at one turn, ``after`` is its first chunk after the answer."""
         self.fork = fork
         self._fork_entry = entry
+        self._after_chunk = after
         self.branch = Branch()
         self._lock = threading.Lock()
         self._forked = False
@@ -87,6 +93,8 @@ class Branching(ReplayEngine):
         self._fork_live_worker: str | None = None
         #: The call that stopped a fork that may not run live (``None``: none did).
         self._stopped: str | None = None
+        #: What to do instead, where running the call that stopped it live cannot help.
+        self._advice: str | None = None
         self._missed: dict[str, Mapping[str, Any]] = {}
         self._verify_set = frozenset(s for o in self._index.verify_order.values() for s in o)
 
@@ -229,6 +237,9 @@ class Branching(ReplayEngine):
 
     def unanswered(self, boundary: str, what: str) -> UnrecordedCallError:
         worker = worker_var.get()
+        # Today's request, which may hold a secret: redacted, as the plain engine's (the
+        # stop reaches the report, the receipt on disk and the terminal).
+        what = self.scrubber.secrets(what)
         if self._live_next == (boundary, worker):
             self._live_next = None
             self._fork_live_worker = worker
@@ -249,12 +260,42 @@ class Branching(ReplayEngine):
                 boundary=boundary,
                 worker=worker,
             )
+        asked = self._missed.get(worker)
+        shown = f" asking {summarize_value(dict(asked), 160)}" if asked else ""
+        raise self._stop(f"worker {worker!r}, {boundary}: {what}{self.scrubber.secrets(shown)}")
+
+    def _stop(self, stopped: str, advice: str | None = None) -> ForkStopped:
+        """Stop the fork at the call ``stopped`` names (the first stop is the one told):
+        the error that ends the calling worker."""
         with self._lock:
             if self._stopped is None:
-                asked = self._missed.get(worker)
-                shown = f" asking {summarize_value(dict(asked), 160)}" if asked else ""
-                self._stopped = f"worker {worker!r}, {boundary}: {what}{shown}"
-        raise ForkStopped
+                self._stopped, self._advice = stopped, advice
+        return ForkStopped()
+
+    def check(
+        self, entry: CallEntry, path: MatchPath, expected: Any, actual: Any
+    ) -> tuple[list[FieldDiff], int]:
+        """A write to the conversation answered at one turn that is not the recorded one,
+        after that answer, is a request the tape cannot answer: the fork stops there,
+        live calls allowed or not (a conversation cannot go live from its middle)."""
+        diffs, total = super().check(entry, path, expected, actual)
+        after = self._after_chunk
+        if not diffs or after is None or entry is not self._fork_entry:
+            return diffs, total
+        index = path[1] if len(path) > 1 and path[0] == "chunks" else None
+        if not isinstance(index, int) or index < after:
+            return diffs, total  # before the answer: a divergence, as in any replay
+        assert isinstance(entry, ProcessCall)
+        assert entry.chunks is not None
+        turn = turn_of(entry.chunks, index)
+        wrote = self.scrubber.secrets(summarize_value(actual, 160))
+        seq = self.fork.seq
+        raise self._stop(
+            f"worker {entry.worker!r}, process: the process call {entry.argv!r}, turn "
+            f"{turn}: the program wrote {wrote}",
+            advice=f"A conversation cannot go live from its middle: run all of it live, "
+            f"--sessiontape-fork={seq} with no --sessiontape-fork-answer (Fork(seq={seq})).",
+        )
 
     # -- live calls: the record side asks these (see ``tape/_live.py``) -------------------
 

@@ -47,6 +47,7 @@ from ..report import (
 )
 from ..scrub import qualname, scrub_entry
 from ._branching import Branching, Fork
+from ._conversation import answer_turn
 from ._engine import UNSET
 from ._fork_save import check_fork_target, fork_target, sha256_of, write_fork
 from ._scheduler import ScheduleStopped
@@ -59,15 +60,13 @@ _PROCESS_ANSWER: Final = frozenset({"returncode", "stdout", "stderr"})
 _INLINE: Final = 1 << 40
 
 
-def _answered(entry: CallEntry, answer: Any, codec: PayloadCodec) -> CallEntry:
-    """``entry`` with ``answer`` in place of its recorded answer (see :class:`Fork`)."""
+def _answered(entry: CallEntry, answer: Any, codec: PayloadCodec) -> tuple[CallEntry, int | None]:
+    """``entry`` with ``answer`` in place of its recorded answer (see :class:`Fork`); for a
+    conversation, with one turn answered, and the index of its first chunk after that."""
     replace = msgspec.structs.replace
     if isinstance(entry, ProcessCall):
         if entry.chunks is not None:
-            raise UsageError(
-                f"seq {entry.seq} is a conversation (stdin written while output is read); "
-                "a fork cannot give it one answer. Fork it live (no answer), or at another seq."
-            )
+            return answer_turn(entry, answer, codec.encode)
         if not isinstance(answer, Mapping) or not set(answer) <= _PROCESS_ANSWER or not answer:
             raise UsageError(
                 f"seq {entry.seq} is a process call: its answer is a JSON object of "
@@ -81,7 +80,7 @@ def _answered(entry: CallEntry, answer: Any, codec: PayloadCodec) -> CallEntry:
         for name in ("stdout", "stderr"):
             if name in answer:
                 fields[name] = codec.encode(answer[name])
-        return replace(entry, **fields)
+        return replace(entry, **fields), None
     if isinstance(entry, StoreMutation) or (isinstance(entry, Call) and entry.mode == "verify"):
         raise UsageError(
             f"seq {entry.seq} is a call of a verify boundary, which runs for real on replay: "
@@ -89,7 +88,7 @@ def _answered(entry: CallEntry, answer: Any, codec: PayloadCodec) -> CallEntry:
             "call, or fork it live (no answer)."
         )
     assert isinstance(entry, (AgentTurn, Call))
-    return replace(entry, result=answer, error=None)
+    return replace(entry, result=answer, error=None), None
 
 
 class ForkEngine(Branching):
@@ -138,15 +137,17 @@ class ForkEngine(Branching):
         recorded = entry
         assert isinstance(recorded, (ProcessCall, AgentTurn, StoreMutation, Call))
         at_fork: CallEntry = recorded
+        after: int | None = None
         if fork.answer is not None:
             # Scrubbed as recording scrubs: the fork is served what its tape will hold.
             codec = PayloadCodec(Level.FULL, _INLINE, scrub=self.scrubber.text)
-            given = scrub_entry(_answered(eager(recorded), fork.answer, codec), self.scrubber)
+            answered, after = _answered(eager(recorded), fork.answer, codec)
+            given = scrub_entry(answered, self.scrubber)
             assert isinstance(given, (ProcessCall, AgentTurn, StoreMutation, Call))
             queue = self._index.queues[(boundary_of(recorded) or "", recorded.worker)]
             at = next(i for i, e in enumerate(queue) if e is recorded)
             queue[at] = at_fork = given
-        self._branch_from(fork, at_fork)
+        self._branch_from(fork, at_fork, after=after)
 
     # -- crashes after the fork are the branch's own --------------------------------------
 
@@ -230,6 +231,7 @@ class ForkEngine(Branching):
             from_tape=from_tape,
             live=live,
             stopped=self._stopped,
+            advice=self._advice,
         )
         if not self._forked:
             self._outcome.collect(
@@ -265,6 +267,15 @@ class ForkEngine(Branching):
 
     def close(self, exc: BaseException | None) -> bool:
         if isinstance(exc, ScheduleStopped):
+            self.finish()
+            return True
+        if isinstance(exc, Exception) and self._stopped is not None:
+            # What ended the program after the fork stopped (a conversation's output
+            # ended there, a worker's result never came) is the stop's doing: the stop is
+            # the fork's end, and its result says where it stopped.
+            said = self.scrubber.text(str(exc))
+            said = said if len(said) <= 160 else said[:159] + "…"
+            self._stopped += f"; the program then ended with {qualname(type(exc))}: {said}"
             self.finish()
             return True
         if (

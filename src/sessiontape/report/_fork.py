@@ -31,9 +31,12 @@ class ForkResult(msgspec.Struct, kw_only=True):
     written: str | None = None
     #: The seqs, in the branch tape, of the calls that ran live.
     ran_live: list[int] = []
-    #: The call the tape could not answer, when live calls were forbidden (``None``:
-    #: the fork did not stop): worker, boundary and what it asked.
+    #: The call the tape could not answer, when live calls were forbidden or could not
+    #: help (``None``: the fork did not stop): worker, boundary and what it asked.
     stopped: str | None = None
+    #: What to do instead of running that call live, where that cannot help (a turn of a
+    #: conversation); ``None``: run it live.
+    advice: str | None = None
 
     def line(self) -> str:
         """The summary line: where it forked, what answered the calls after, what was
@@ -44,7 +47,7 @@ class ForkResult(msgspec.Struct, kw_only=True):
             return (
                 f"{head}: stopped at a call the tape cannot answer ({self.stopped}); "
                 f"{self.from_tape} call(s) after the fork answered by the tape, nothing "
-                "written. Run it live: leave out --sessiontape-fork-no-live."
+                f"written. {self.advice or 'Run it live: leave out --sessiontape-fork-no-live.'}"
             )
         written = f"written to {self.written}" if self.written else "nothing written"
         return (

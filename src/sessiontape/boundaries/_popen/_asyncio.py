@@ -167,6 +167,57 @@ def _guarded(original: Any, name: str, guard: Guard) -> Any:
     return method
 
 
+def _replayed(proc: Any) -> bool:
+    """Whether ``proc`` (a transport's ``Popen``) is a replayed process."""
+    return proc is not None and type(proc.__dict__.get(TRACKER)) is _fake.Fake
+
+
+def _waits_for_pipes(transport: type) -> bool:
+    """Whether the transport tells those awaiting its process's end only once every pipe
+    was connected and lost (gh-125502: 3.11, and 3.12 and 3.13 before its fix). 3.10
+    tells them when the process exits; the fixed versions also when its pipes never
+    connected. Found by what the methods' code names, whatever the version says."""
+    exited = transport.__dict__["_process_exited"].__code__.co_names
+    finish = transport.__dict__["_try_finish"].__code__.co_names
+    return "_exit_waiters" not in exited and "_pipes_connected" not in finish
+
+
+def _ends_unconnected(original: Any) -> Any:
+    """The transport's ``__init__``: a replayed process's transport wakes those awaiting
+    its end when the process ends, even if its pipes were never connected.
+
+    asyncio connects a new process's pipes in a task of its own; a caller cancelled
+    meanwhile (``asyncio.run`` cancelling what is left once another task raised) closes
+    the transport and awaits its end, and where :func:`_waits_for_pipes`, waits for ever
+    if that connecting task was cancelled too: the end is told only once every pipe has
+    been connected and lost. Replay makes that moment likely: a replayed process starts at
+    once, and a task that diverges from the tape (or a fork that stops) raises where it
+    never did. So, as CPython's fix does, a replayed process's transport whose pipes are
+    not connected wakes those waiting for its end when it ends. Only then: a program
+    cannot await a transport's end before its pipes are connected, so nothing else
+    changes. Set on the transport itself, it holds after interception ends, when
+    ``asyncio.run`` cancels what is left.
+    """
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        if not _replayed(self._proc):
+            return
+        try_finish = self._try_finish
+
+        def _try_finish() -> None:
+            if self._returncode is not None and self._pending_calls is not None:
+                for waiter in self._exit_waiters or ():
+                    if not waiter.done():
+                        waiter.set_result(self._returncode)
+            try_finish()
+
+        self._try_finish = _try_finish
+
+    return __init__
+
+
 @contextlib.contextmanager
 def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
     """For the block, a child watcher asked to watch a replayed pid is answered by it,
@@ -185,13 +236,14 @@ def replaying_asyncio(on_exit: OnExit, guard: Guard) -> Iterator[None]:
     for name in ("wait", "communicate"):
         patches.append((aio.Process, name, _guarded(aio.Process.__dict__[name], name, guard)))
     transport = base_subprocess.BaseSubprocessTransport
+    if _waits_for_pipes(transport):
+        patches.append((transport, "__init__", _ends_unconnected(transport.__dict__["__init__"])))
     if _signals_itself(transport):
         send = transport.__dict__["send_signal"]
 
         def send_signal(self: Any, sig: int) -> None:
-            proc = self._proc
-            if proc is not None and type(proc.__dict__.get(TRACKER)) is _fake.Fake:
-                proc.send_signal(sig)  # the replayed process ends as the signal says
+            if _replayed(self._proc):
+                self._proc.send_signal(sig)  # the replayed process ends as the signal says
             else:
                 send(self, sig)
 

@@ -317,7 +317,9 @@ class Pump:
         """The process's output ends (end-of-file) and it stops reading stdin."""
         if self.finished.is_set():
             return
-        close_quietly(*self._fds, self._stdin)
+        # Stdin first: a program that has read to the end of the output finds the process
+        # gone (EPIPE) when it writes again, every time, as when recording.
+        close_quietly(self._stdin, *self._fds)
         self._buffers = {}
         self._fds = []
         self._stdin = None
