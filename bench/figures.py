@@ -505,6 +505,22 @@ def _explain_rows(ex: Results, results: Results) -> Iterable[Row]:
     )
 
 
+def _fork_rows(fk: Results, results: Results) -> Iterable[Row]:
+    yield _row(
+        "fork_ratio",
+        f"a fork at seq {fk['seq']} of a {fk['entries']:,}-entry, {fk['workers']}-worker tape "
+        "(another answer there; the branch written and validated) / a plain replay of it",
+        fk["ratio"],
+        "×",
+        "a plain replay of the whole tape (ms)",
+        fk["replay_ns"] / 1e6,
+        fk["ratio"],
+        f"fork {fk['fork_ns'] / 1e6:.1f} ms; ratio {fk['ratio_min']:.2f}–{fk['ratio_max']:.2f}× "
+        f"over {fk['rounds']} rounds; {fk['from_tape']} of the {fk['after']} entries after "
+        f"the fork answered by the tape, {fk['live']} run live",
+    )
+
+
 #: The summary's rows in table order: each case's rows, built from its results.
 _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]] = (
     ("replay_call", _process_rows),
@@ -514,6 +530,7 @@ _ROWS: Final[tuple[tuple[str, Callable[[Results, Results], Iterable[Row]]], ...]
     ("end_to_end", _e2e_rows),
     ("update", _update_rows),
     ("explain", _explain_rows),
+    ("fork", _fork_rows),
     ("memory", _memory_rows),
     ("load", _load_rows),
     ("record", _record_rows),

@@ -15,8 +15,9 @@ with ``-n 2`` vs serially), the eight-hour tape end to end (vs msgspec decoding 
 file), peak memory at 1,000,000 entries (vs the file and msgspec's eager decode), load
 throughput, recording overhead (vs the unwrapped runner, on one thread and at 8, and on
 the example orchestrator's run), the cost of a disabled recorder, ``sessiontape
-report`` (vs the tape's size and load time), and ``explain`` of a failing chaos schedule
-of a 1,000-entry, 4-worker tape (vs one schedule of it).
+report`` (vs the tape's size and load time), ``explain`` of a failing chaos schedule
+of a 1,000-entry, 4-worker tape (vs one schedule of it), and a fork at the middle of such
+a tape (vs a plain replay of it).
 
 Beside each figure stands the previous run's: by default the committed
 ``BENCHMARKS.json`` (read before this run replaces it) when it was run in the same mode;
@@ -67,6 +68,7 @@ from cases import (  # noqa: E402
     disabled,
     end_to_end,
     explain,
+    fork,
     load,
     memory,
     record,
@@ -125,6 +127,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "explain_every": 4,
         "explain_search": 1000,
         "explain_rounds": 15,
+        "fork_workers": 4,
+        "fork_calls": 200,
+        "fork_every": 4,
+        "fork_rounds": 15,
     },
     "quick": {
         "tapes": {
@@ -164,6 +170,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "explain_every": 4,
         "explain_search": 1000,
         "explain_rounds": 5,
+        "fork_workers": 4,
+        "fork_calls": 200,
+        "fork_every": 4,
+        "fork_rounds": 7,
     },
     "tiny": {
         "tapes": {
@@ -203,6 +213,10 @@ PROFILES: Final[dict[str, dict[str, Any]]] = {
         "explain_every": 4,
         "explain_search": 500,
         "explain_rounds": 2,
+        "fork_workers": 4,
+        "fork_calls": 12,
+        "fork_every": 4,
+        "fork_rounds": 2,
     },
 }
 
@@ -220,6 +234,7 @@ ALL_CASES: Final = (
     "shrink",
     "update",
     "explain",
+    "fork",
 )
 #: The generated tapes each case reads.
 _TAPES: Final = {
@@ -338,6 +353,16 @@ def _cases(
                 every=prof["explain_every"],
                 search=prof["explain_search"],
                 rounds=prof["explain_rounds"],
+            ),
+        ),
+        "fork": (
+            "a fork at the middle of a tape, against a plain replay of it",
+            lambda: fork.run(
+                workdir=workdir,
+                workers=prof["fork_workers"],
+                calls=prof["fork_calls"],
+                every=prof["fork_every"],
+                rounds=prof["fork_rounds"],
             ),
         ),
     }

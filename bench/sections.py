@@ -396,6 +396,30 @@ def explain_section(res: Results) -> list[str]:
     ]
 
 
+def fork_section(res: Results) -> list[str]:
+    fk = res["fork"]
+    return [
+        "## 10. Fork: another answer at one call, the tape answering the rest\n",
+        f"The same kind of program as explain's ({fk['workers']} threading workers, process "
+        "calls and store calls, `bench/cases/fork.py`), recorded once "
+        f"({fk['entries']:,} entries). The fork parts at seq {fk['seq']}, the middle of the "
+        "tape, with another stdout the program does not read, and may not run anything live: "
+        f"the tape answered {fk['from_tape']} of the {fk['after']} entries after it (the "
+        "others are the store's calls, which run for real on replay, and the session's end), "
+        "and the branch tape is written beside the original and validated, as every fork "
+        "does. Its baseline is a plain replay of the whole tape; the two take turns "
+        f"{fk['rounds']} times in one interpreter.\n",
+        "| | value |",
+        "|---|---|",
+        f"| plain replay, median | {fk['replay_ns'] / 1e6:.1f} ms |",
+        f"| fork (the branch written), median | {fk['fork_ns'] / 1e6:.1f} ms |",
+        f"| fork / plain replay: median (best, worst pair) | {fk['ratio']:.2f}× "
+        f"({fk['ratio_min']:.2f}, {fk['ratio_max']:.2f}) |",
+        f"| run live | {fk['live']} |",
+        "",
+    ]
+
+
 #: The detailed sections in the order BENCHMARKS.md shows them, each with the cases it
 #: reports on (it is shown when any of them ran).
 SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ...]] = (
@@ -408,4 +432,5 @@ SECTIONS: Final[tuple[tuple[tuple[str, ...], Callable[[Results], list[str]]], ..
     (("corpus",), corpus_section),
     (("startup",), startup_section),
     (("explain",), explain_section),
+    (("fork",), fork_section),
 )

@@ -211,6 +211,19 @@ def _check_explain(res: dict[str, Any]) -> None:
     assert ex["schedule_min_ns"] <= ex["schedule_ns"] <= ex["schedule_max_ns"]
 
 
+def _check_fork(res: dict[str, Any]) -> None:
+    fk = res["fork"]
+    # 4 workers of 12 process calls and 3 store calls each.
+    assert fk["entries"] == 4 * (12 + 3)
+    assert 0 < fk["seq"] < fk["entries"]
+    # The tape answers every process call after the fork; nothing runs live.
+    assert fk["live"] == 0
+    assert 0 < fk["from_tape"] < fk["after"]
+    for key in ("replay_ns", "fork_ns", "ratio"):
+        assert _positive(fk[key]), key
+    assert fk["ratio_min"] <= fk["ratio"] <= fk["ratio_max"]
+
+
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
     "recording": (
         ("disabled", "record"),
@@ -248,6 +261,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
     "shrink": (("shrink",), _check_shrink, set()),
     "update": (("update",), _check_update, {"update_ratio"}),
     "explain": (("explain",), _check_explain, {"explain_s"}),
+    "fork": (("fork",), _check_fork, set()),
 }
 
 
