@@ -433,6 +433,13 @@ def _corpus(tree: Tree, cwd: Path) -> dict[str, float]:
     return {"corpus_ratio_ir": (both - tests) / (more - both)}
 
 
+#: The boundaries other than processes, as ``cases/boundaries.py`` names their workloads.
+_BOUNDARY_KINDS: Final = (
+    ("agent", "agent turn"),
+    ("store", "store mutation"),
+    ("user", "user-boundary call"),
+)
+
 #: ``--instructions``: what each case counts, per tree.
 _COUNTED: Final[dict[str, tuple[tuple[Figure, ...], Callable[[Tree, Path], dict[str, float]]]]] = {
     "record": (
@@ -457,6 +464,18 @@ _COUNTED: Final[dict[str, tuple[tuple[Figure, ...], Callable[[Tree, Path], dict[
             "replay_call_ir": _per_call(
                 tree, "cases.paired:replay_calls", cwd, 1000, tape_calls=2000
             )
+        },
+    ),
+    "boundaries": (
+        tuple(
+            Figure(f"replay_{kind}_ir", f"replay of one {what}", "instructions")
+            for kind, what in _BOUNDARY_KINDS
+        ),
+        lambda tree, cwd: {
+            f"replay_{kind}_ir": _per_call(
+                tree, "cases.paired:replay_boundary_calls", cwd, 500, kind=kind, tape_calls=1000
+            )
+            for kind, _ in _BOUNDARY_KINDS
         },
     ),
     "corpus": (

@@ -527,3 +527,20 @@ def test_against_patches_the_summary_and_its_section(bench: ModuleType) -> None:
         section
     )
     assert once.index(against.END) < once.index("## Machine")
+
+
+def test_the_instruction_counts_replay_each_boundary_in_a_child(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    import against
+
+    new, _ = _both_this_checkout()
+    figures, _ = against._COUNTED["boundaries"]
+    assert [f.id for f in figures] == ["replay_agent_ir", "replay_store_ir", "replay_user_ir"]
+    for kind in ("agent", "store", "user"):
+        kwargs = {"kind": kind, "calls": 5, "tape_calls": 12}
+        got = against.run_child(new, "cases.paired:replay_boundary_calls", kwargs, tmp_path)
+        assert got == {"calls": 5.0}, kind
+    kwargs = {"kind": "user", "calls": 13, "tape_calls": 12}
+    with pytest.raises(RuntimeError, match="holds 12 calls, fewer than 13"):
+        against.run_child(new, "cases.paired:replay_boundary_calls", kwargs, tmp_path)

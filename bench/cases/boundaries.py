@@ -42,7 +42,7 @@ from .common import now_ns, per_call_each
 from .replay_call import DequeFloor
 from .texts import Text, lognormal_bytes
 
-__all__ = ["BOUNDARIES", "run"]
+__all__ = ["BOUNDARIES", "boundary_case", "record_case", "run"]
 
 #: The boundaries measured here; the process boundary is figure 1.
 BOUNDARIES: Final = ("agent", "store", "user")
@@ -186,6 +186,11 @@ def _cases(calls: int, repo: str) -> dict[str, _Case]:
     }
 
 
+def boundary_case(kind: str, calls: int, repo: str) -> _Case:
+    """The workload of one boundary (``agent``, ``store`` or ``user``) of ``calls`` calls."""
+    return _cases(calls, repo)[kind]
+
+
 def _make(target: Any, calls: list[tuple[str, tuple[Any, ...]]]) -> int:
     """Make ``calls`` (method name, arguments) on ``target``, as the application would."""
     for method, args in calls:
@@ -193,7 +198,7 @@ def _make(target: Any, calls: list[tuple[str, tuple[Any, ...]]]) -> int:
     return len(calls)
 
 
-def _record(path: Path, repo: str, case: _Case) -> sessiontape.Recording:
+def record_case(path: Path, repo: str, case: _Case) -> sessiontape.Recording:
     """Record the case's calls through the real recorder; the tape, loaded."""
     with sessiontape.record(path, roots={"repo": repo}) as tape:
         _make(case.record(tape), case.calls)
@@ -273,7 +278,7 @@ def run(
     repo = tempfile.mkdtemp(prefix="bench-boundaries-", dir=workdir)
     out: dict[str, Any] = {}
     for name, case in _cases(calls, repo).items():
-        recording = _record(workdir / f"boundary-{name}.jsonl", repo, case)
+        recording = record_case(workdir / f"boundary-{name}.jsonl", repo, case)
         out[name] = per_call_each(
             {
                 "sessiontape": _batch(_replaying(recording, repo, case.replay), case.calls),

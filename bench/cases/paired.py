@@ -31,6 +31,7 @@ __all__ = [
     "process_calls",
     "record_calls",
     "recording",
+    "replay_boundary_calls",
     "replay_calls",
     "start_up",
 ]
@@ -204,6 +205,27 @@ def replay_calls(*, calls: int, tape_calls: int) -> dict[str, float]:
     run = tape.process_runner().run
     for argv, cwd, _ in requests[:calls]:
         run(argv, cwd=cwd, text=True)
+    _KEPT.append(tape)
+    return {"calls": float(calls)}
+
+
+def replay_boundary_calls(*, kind: str, calls: int, tape_calls: int) -> dict[str, float]:
+    """Replay the first ``calls`` calls of a ``tape_calls``-call tape of one boundary
+    (``agent``, ``store`` or ``user``: ``cases/boundaries.py``'s workloads), recorded by
+    this tree (the same tape in both runs of a count); the replay is left open."""
+    import sessiontape
+
+    work = _workdir()
+    repo = tempfile.mkdtemp(prefix="repo-", dir=work)
+    case = boundaries.boundary_case(kind, tape_calls, repo)
+    if len(case.calls) < calls:
+        raise ValueError(f"the {kind} tape holds {len(case.calls)} calls, fewer than {calls}")
+    recording = boundaries.record_case(work / f"{kind}.jsonl", repo, case)
+    tape = sessiontape.replay(recording, roots={"repo": repo})
+    tape.__enter__()
+    target = case.replay(tape)
+    for method, args in case.calls[:calls]:
+        getattr(target, method)(*args)
     _KEPT.append(tape)
     return {"calls": float(calls)}
 
