@@ -284,9 +284,7 @@ class ReplayEngine(Serving):
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:
         """Wait until the recorded call ``seq`` of store ``name`` is next in its order (an
         update goes on past a recorded call that never comes: see ``Turns.wait``)."""
-        self.turns.wait(
-            name, boundary, seq, worker_var.get(), skip_missing=self.updater is not None
-        )
+        self.turns.wait(name, boundary, seq, skip_missing=self.updater is not None)
 
     def wait_order_end(self, name: str) -> None:
         """Wait until every recorded call of store ``name`` has run: where a call the

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._context import worker_var
 from ..cassette import CallEntry
 from ..report import MismatchKind
 from ._order import Progress, Sequencer, order_broken, verify_name
@@ -40,7 +41,7 @@ class Turns:
         #: Workers whose calls not yet made no longer hold up the order (:meth:`stopped`).
         self._abandoned: set[str] = set()
 
-    def wait(self, name: str, boundary: str, seq: int, worker: str, *, skip_missing: bool) -> None:
+    def wait(self, name: str, boundary: str, seq: int, *, skip_missing: bool) -> None:
         """Wait until the recorded call ``seq`` of store ``name`` is next in its order.
 
         With ``skip_missing`` (an update) the order goes on past a recorded call that never
@@ -54,7 +55,7 @@ class Turns:
             self._mismatch(
                 MismatchKind.ORDER_MISMATCH,
                 seq=waited_on,
-                worker=worker,
+                worker=worker_var.get(),  # the calling worker's, asked only for the report
                 boundary=boundary,
                 message=order_broken(name, seq, waited_on),
             )
