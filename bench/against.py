@@ -383,11 +383,17 @@ def _per_call(tree: Tree, target: str, cwd: Path, n: int, **kwargs: Any) -> floa
     One run without valgrind comes first: a tree's first run compiles its modules to
     bytecode (a second of instructions), which would count in the first run only."""
     argv = [str(_CHILD), target, json.dumps({**kwargs, "calls": n})]
+    # Every run works in one directory of one name (``cases/paired.py``, FIXED_DIR_ENV).
+    fixed = {"SESSIONTAPE_BENCH_FIXED_DIR": str(cwd / "counted")}
     subprocess.run(
-        [str(tree.python), *argv], cwd=cwd, env=_child_env(tree), capture_output=True, check=True
+        [str(tree.python), *argv],
+        cwd=cwd,
+        env={**_child_env(tree), **fixed},
+        capture_output=True,
+        check=True,
     )
     counts = [
-        _callgrind(tree, [str(_CHILD), target, json.dumps({**kwargs, "calls": calls})], cwd)
+        _callgrind(tree, [str(_CHILD), target, json.dumps({**kwargs, "calls": calls})], cwd, fixed)
         for calls in (n, 2 * n)
     ]
     threads: int = kwargs.get("threads", 1)

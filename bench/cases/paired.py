@@ -17,6 +17,7 @@ against either tree. Start-up figures are the best of a few runs, as in the main
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +26,7 @@ from . import boundaries, corpus, record, replay_call, startup
 from .common import PROCESS_CPU, THREAD_CPU, median, per_call_each
 
 __all__ = [
+    "FIXED_DIR_ENV",
     "boundary_calls",
     "corpus_items",
     "corpus_project",
@@ -40,8 +42,28 @@ __all__ = [
 _PREFIX: Final = "sessiontape-against-"
 
 
+#: Set by ``--instructions`` (``against._per_call``) for the children it counts: their work
+#: directory, at the same path in every run. Paths go through the scrubber, whose cost
+#: depends on their characters: a random name per run made the counts differ by up to a
+#: third from run to run.
+FIXED_DIR_ENV: Final = "SESSIONTAPE_BENCH_FIXED_DIR"
+
+
 def _workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix=_PREFIX))
+    fixed = os.environ.get(FIXED_DIR_ENV)
+    if not fixed:
+        return Path(tempfile.mkdtemp(prefix=_PREFIX))
+    path = Path(fixed)
+    shutil.rmtree(path, ignore_errors=True)  # the harness's own directory, from a run before
+    path.mkdir(parents=True)
+    return path
+
+
+def _repo(work: Path) -> str:
+    """The repository directory of a measurement, inside its work directory."""
+    path = work / "repo"
+    path.mkdir()
+    return str(path)
 
 
 def recording(
@@ -65,7 +87,7 @@ def process_calls(*, calls: int, batches: int) -> dict[str, float]:
     """One replayed process call through the fake runner (µs of thread CPU), its floor
     (a bare deque and compare) taking turns with it."""
     work = _workdir()
-    repo = tempfile.mkdtemp(prefix="repo-", dir=work)
+    repo = _repo(work)
     tape = work / "calls.jsonl"
     replay_call.write_tape(tape, calls, with_cwd=True)
     import sessiontape
@@ -166,7 +188,7 @@ def record_calls(*, level: str, calls: int, threads: int = 1) -> dict[str, float
     from sessiontape import ProcessResult
 
     work = _workdir()
-    repo = tempfile.mkdtemp(prefix="repo-", dir=work)
+    repo = _repo(work)
     requests = replay_call.requests_for(max(calls, 200), repo)
     results = [ProcessResult(argv, 0, out, "") for argv, _, out in requests]
     tape = sessiontape.record(work / "rec.jsonl", level=level, roots={"repo": repo})
@@ -195,7 +217,7 @@ def replay_calls(*, calls: int, tape_calls: int) -> dict[str, float]:
     import sessiontape
 
     work = _workdir()
-    repo = tempfile.mkdtemp(prefix="repo-", dir=work)
+    repo = _repo(work)
     path = work / "calls.jsonl"
     replay_call.write_tape(path, tape_calls, with_cwd=True)
     recording = sessiontape.load(path)
@@ -216,7 +238,7 @@ def replay_boundary_calls(*, kind: str, calls: int, tape_calls: int) -> dict[str
     import sessiontape
 
     work = _workdir()
-    repo = tempfile.mkdtemp(prefix="repo-", dir=work)
+    repo = _repo(work)
     case = boundaries.boundary_case(kind, tape_calls, repo)
     if len(case.calls) < calls:
         raise ValueError(f"the {kind} tape holds {len(case.calls)} calls, fewer than {calls}")
