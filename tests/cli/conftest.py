@@ -1,9 +1,10 @@
 """Cassettes for the command-line tests, recorded with the real API on a controlled clock.
 
-The recorder reads the time through ``_time_ns`` and ``_mono_ns`` in
-``sessiontape.recorder._recorder``; the ``clock`` fixture replaces both so that every start
-time and duration is exact and the commands' output can be asserted line by line. The
-fake runner, agent and store advance that clock by the time each call "takes".
+The recorder reads the time through ``_time_ns`` (``_clock_time_ns`` while time-machine is
+not imported) and ``_mono_ns`` in ``sessiontape.recorder._recorder``; the ``clock`` fixture
+replaces them so that every start time and duration is exact and the commands' output
+can be asserted line by line. The fake runner, agent and store advance that clock by the
+time each call "takes".
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
     monkeypatch.setattr(_recorder, "_time_ns", lambda: WALL0 + c.now)
+    monkeypatch.setattr(_recorder, "_clock_time_ns", lambda: WALL0 + c.now)
     monkeypatch.setattr(_recorder, "_mono_ns", lambda: MONO0 + c.now)
     return c
 

@@ -217,7 +217,8 @@ class RecordingRunner:
         text: bool = False,
     ) -> ProcessResult:
         """Run ``argv`` through the inner runner and record the call."""
-        check_argv(argv, "runner.run")
+        if isinstance(argv, (str, bytes)):  # check_argv's test first: this runs per call
+            check_argv(argv, "runner.run")
         rec = self._rec
         if not rec.active:
             return self.inner.run(argv, cwd=cwd, env=env, input=input, timeout=timeout, text=text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import enum
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 import msgspec
 
@@ -23,6 +23,7 @@ __all__ = [
     "BOUNDARY_STORE",
     "ENV_DELTA_SINCE",
     "FORMAT_VERSION",
+    "KIND_OF_TYPE",
     "MAX_NS",
     "MAX_SEQ",
     "PRESET_BOUNDARIES",
@@ -445,6 +446,11 @@ Entry = (
     | Patched
     | SessionEnd
 )
+
+#: Each entry type's ``kind``, as written in a cassette line.
+KIND_OF_TYPE: Final[dict[type, str]] = {
+    cls: str(cls.__struct_config__.tag) for cls in get_args(Entry)
+}
 
 #: The entries that are calls through a boundary, the ones replay serves or verifies.
 CallEntry = ProcessCall | AgentTurn | StoreMutation | Call

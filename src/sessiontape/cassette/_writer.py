@@ -25,7 +25,7 @@ import msgspec
 
 from .._errors import RecordingWarning
 from .._time import REAL
-from ._entries import Entry
+from ._entries import KIND_OF_TYPE, Entry
 
 __all__ = [
     "CassetteWriter",
@@ -172,6 +172,9 @@ class CassetteWriter:
         # How many entries of each kind were written (counted under the lock: exact).
         self._counts: dict[str, int] = {}
         self._fd: int | None = None
+        #: Whether lines are still being written (false once the writer has stopped or
+        #: closed). An attribute, not a property: it is read on every recorded call.
+        self.active = False
         self._identity: tuple[int, int] | None = None
         self._next_check = 0
         #: Why the writer stopped, once it has.
@@ -187,6 +190,7 @@ class CassetteWriter:
             if fd is None:
                 fd = self._create(append)
             self._fd = fd
+            self.active = True
             info = os.fstat(fd)
             self._identity = (info.st_dev, info.st_ino)
             self._next_check = _mono_ns() + CHECK_EVERY_NS
@@ -213,13 +217,9 @@ class CassetteWriter:
                 errno.EEXIST, "another file appeared at the path meanwhile; it was left untouched"
             ) from None
 
-    @property
-    def active(self) -> bool:
-        """Whether lines are still being written."""
-        return self._fd is not None
-
     def _fail(self, why: str, *, started: bool = True, kept: str | None = None) -> None:
         self.failed = why
+        self.active = False
         fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):
@@ -301,18 +301,18 @@ class CassetteWriter:
                 if self._fd is not None:
                     self._fail(f"seq {entry.seq} could not be encoded as JSON ({exc})")
             return
-        line = (entry.seq, entry.__struct_config__.tag, data)
+        line = (entry.seq, KIND_OF_TYPE[type(entry)], data)
         lock = self._lock
         if not self._pending and lock.acquire(blocking=False):
             # Nothing waits and no thread writes (the usual case): this line, at once.
             try:
-                self._write_lines((line,), data)  # type: ignore[arg-type]
+                self._write_lines((line,), data)
             finally:
                 lock.release()
             if self._pending:  # lines other threads added meanwhile
                 self._drain()
             return
-        self._pending.append(line)  # type: ignore[arg-type]
+        self._pending.append(line)
         self._drain()
 
     def _drain(self) -> None:
@@ -390,6 +390,7 @@ class CassetteWriter:
         """Write what is still pending, then close the file (idempotent)."""
         with self._lock:
             self._write_pending()
+            self.active = False
             fd, self._fd = self._fd, None
         if fd is not None:
             with contextlib.suppress(OSError):

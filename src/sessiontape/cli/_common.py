@@ -8,7 +8,6 @@ import os
 import shlex
 import sys
 import tempfile
-import typing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
@@ -17,6 +16,7 @@ import msgspec
 
 from .._errors import SessiontapeError
 from ..cassette import (
+    KIND_OF_TYPE,
     AgentTurn,
     Call,
     CallEntry,
@@ -67,11 +67,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-#: Each entry type's ``kind``, as written in a cassette line.
-KIND_OF_TYPE: Final[dict[type, str]] = {
-    cls: str(cls.__struct_config__.tag) for cls in typing.get_args(Entry)
-}
 
 #: Every entry kind, in the order of the union.
 KINDS: Final[tuple[str, ...]] = tuple(KIND_OF_TYPE.values())

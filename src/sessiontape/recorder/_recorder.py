@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from .._context import LateSeq, current_parent, parent_var, worker_var
 from .._errors import RecordingWarning, UsageError
-from .._time import REAL
+from .._time import REAL, TIME_MACHINE
 from .._version import __version__
 from ..cassette import (
     DEFAULT_MAX_INLINE_BYTES,
@@ -90,6 +90,10 @@ def _platform_string() -> str:
 # pin the recorder's time by replacing them. Real time, from ``_time``: this module may be
 # imported first while a user's freeze_time or time_machine.travel is active.
 _time_ns: Final = REAL.time_ns
+# REAL.time_ns without the call of Python code it costs, while time-machine is not imported
+# (``open`` tests that first: this runs per call).
+_clock_time_ns: Final = REAL.time_ns_unless_travelling
+_modules: Final = sys.modules
 _mono_ns: Final = REAL.monotonic_ns
 _current_thread: Final = threading.current_thread
 _parent: Final = parent_var.get
@@ -200,7 +204,7 @@ class Recorder:
             parent = parent.seq()  # first: its seq is then lower than this call's
         return (
             next(self._seq),
-            _time_ns(),
+            _clock_time_ns() if TIME_MACHINE not in _modules else _time_ns(),
             _mono_ns(),
             worker_var.get(),
             _current_thread().name,

@@ -27,10 +27,17 @@ _MEMO_MAX_ENTRIES: Final = 8192
 # hold this many characters in all (inputs and results: a few MB), when they are forgotten.
 _LONG_MAX_CHARS: Final = 64 * 1024
 _LONG_BUDGET_CHARS: Final = 2 * 1024 * 1024
-# Results of this many recent scrubs (long texts, lists, dicts) are known by identity,
-# so that the write path's final pass over an entry (scrub_entry) finds the values the
-# boundary already scrubbed done at the cost of a dict lookup.
+# Results of this many recent scrubs (dicts and lists of data, texts too long to be
+# remembered by content) are known by identity, so that the write path's final pass over
+# an entry (scrub_entry) finds the values the boundary already scrubbed done at the cost
+# of a dict lookup.
 _RECENT_MAX: Final = 64
+# An object's identity as a dict key: its address, as ``id`` gives it, but without the
+# ``builtins.id`` audit event ``id`` raises. A recording adds an audit hook (to see
+# processes started outside the interception, ``boundaries/_unseen.py``), which made each
+# ``id`` call a call of Python code. ``object.__hash__`` is the address rotated, one to one;
+# a hit is confirmed with ``is`` in any case.
+_identity: Final = object.__hash__
 # What a long option's name looks like (``--api-key``, ``--tls.key``).
 _OPTION_NAME: Final = re.compile(r"[A-Za-z][\w.-]*\Z")
 
@@ -208,24 +215,29 @@ class Scrubber:
             memo[s] = out
             memo[out] = out  # scrubbing is idempotent: the result scrubs to itself
             return out
-        if self._recent.get(id(s)) is s:
-            return s  # a long text this scrubber just produced: scrubbed already
-        # Outputs repeat too (a status, a diff read again): a long text is found by content
-        # for a hash of it (0.2 us per KB if new) where scanning it costs 1 to 10 us per KB.
+        # Outputs repeat too (a status, a diff read again), and the write path's final pass
+        # meets again the text the codec scrubbed: a long text is found by content for a
+        # hash of it (0.2 us per KB if new, then kept in the str) where scanning it costs 1
+        # to 10 us per KB. A result is remembered as its own result (scrubbing is
+        # idempotent), so the final pass finds it at once, the same object.
         done = self._long.get(s)
-        if done is None:
-            done = s
-            for step in self._steps:
-                done = step(done)
-            if len(s) <= _LONG_MAX_CHARS:
-                long = self._long
-                if self._long_chars > _LONG_BUDGET_CHARS:
-                    long.clear()
-                    self._long_chars = 0
-                long[s] = done
-                long[done] = done
-                self._long_chars += len(s) + len(done)
-        self._remember(done)
+        if done is not None:
+            return done
+        if len(s) > _LONG_MAX_CHARS and self.scrubbed(s):
+            return s  # a text too long to remember that this scrubber just produced
+        done = s
+        for step in self._steps:
+            done = step(done)
+        if len(s) <= _LONG_MAX_CHARS:
+            long = self._long
+            if self._long_chars > _LONG_BUDGET_CHARS:
+                long.clear()
+                self._long_chars = 0
+            long[s] = done
+            long[done] = done
+            self._long_chars += len(s) + len(done)
+        else:
+            self._remember(done)
         return done
 
     def secrets(self, s: str) -> str:
@@ -253,11 +265,12 @@ class Scrubber:
         recent = self._recent
         if len(recent) >= _RECENT_MAX:
             recent.clear()
-        recent[id(obj)] = obj
+        recent[_identity(obj)] = obj
 
     def scrubbed(self, obj: object) -> bool:
-        """Whether ``obj`` is one of the texts, lists or dicts this scrubber just returned."""
-        return self._recent.get(id(obj)) is obj
+        """Whether ``obj`` is one of the results this scrubber just returned: a dict or list
+        of :meth:`data`, a text too long for :meth:`text` to remember by content."""
+        return self._recent.get(_identity(obj)) is obj
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """Each argument scrubbed as text; the value of a secret long option is redacted.
@@ -273,7 +286,6 @@ class Scrubber:
         key = tuple(argv)
         done = self._argv_memo.get(key)
         if done is not None:
-            self._remember(done)
             return done
         out: list[str] = []
         value_is_secret = _PLAIN
@@ -302,7 +314,6 @@ class Scrubber:
         if sum(map(len, key)) <= _MEMO_MAX_CHARS * 4:
             memo[key] = out
             memo[tuple(out)] = out  # idempotent: the result scrubs to itself
-        self._remember(out)
         return out
 
     def env(self, env: Mapping[str, str | None]) -> dict[str, str | None]:
@@ -314,18 +325,14 @@ class Scrubber:
         last = self._last_env
         if last is not None and (last[0] == env or last[1] == env):
             # The same environment again, or its scrubbed form (scrubbing is idempotent).
-            done: dict[str, str | None] = dict(last[1])
-            self._remember(done)
-            return done
+            return dict(last[1])
         text = self.text
         scrubbed: dict[str, str | None] = {
             name: value if value is None else _named(self._redact, name, value, text)
             for name, value in env.items()
         }
         self._last_env = (dict(env), scrubbed)
-        fresh = dict(scrubbed)
-        self._remember(fresh)
-        return fresh
+        return dict(scrubbed)
 
     def data_like(self, obj: Any, recorded: Any) -> Any:
         """``data(obj)``, reusing every part of ``recorded`` that ``obj`` equals.
