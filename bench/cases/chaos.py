@@ -65,7 +65,9 @@ class _Tally:
         return self.counts[worker]
 
 
-def _four_workers(tape: sessiontape.Tape) -> dict[str, int]:
+def workers_program(tape: sessiontape.Tape, workers: int, calls: int, every: int) -> dict[str, int]:
+    """``workers`` threads, each making ``calls`` process calls through ``tape``'s runner
+    and a store call every ``every`` of them (``bench/cases/fork.py`` runs it too)."""
     runner = tape.process_runner(Echo())  # type: ignore[arg-type]
     live = _Tally() if tape.mode is not sessiontape.Mode.REPLAY else None
     store = tape.store(live, mutations=["bump"], snapshot=_Tally.snapshot, factory=_Tally)
@@ -73,12 +75,12 @@ def _four_workers(tape: sessiontape.Tape) -> dict[str, int]:
     def work(index: int) -> None:
         name = f"w{index}"
         with sessiontape.worker(name):
-            for i in range(PROCESS_CALLS):
+            for i in range(calls):
                 runner.run(["echo", name, str(i)], text=True)
-                if i % (PROCESS_CALLS // STORE_CALLS) == 0:
+                if i % every == 0:
                     store.bump(name)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(WORKERS)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -86,6 +88,10 @@ def _four_workers(tape: sessiontape.Tape) -> dict[str, int]:
     outcome = dict(sorted(store.snapshot().items()))
     tape.finish(outcome=outcome)
     return outcome
+
+
+def _four_workers(tape: sessiontape.Tape) -> dict[str, int]:
+    return workers_program(tape, WORKERS, PROCESS_CALLS, PROCESS_CALLS // STORE_CALLS)
 
 
 def _median(values: list[float]) -> float:

@@ -1,31 +1,30 @@
 """A fork's cost: what a replay costs up to the fork, plus what answers the calls after it
-(DESIGN.md: a fork costs what a replay costs up to SEQ, plus what runs live).
+(issue 33: a fork costs what a replay costs up to SEQ, plus what runs live).
 
-The program is four threading workers, each making ``calls`` process calls through an
-injected runner (answers like ``echo``, no process) and a store call every ``every`` of
-them, recorded once in a fresh interpreter. The fork parts at the middle of the tape, at
-one of the first worker's process calls, with another stdout that the program does not
-read: every call after it asks what a recorded call asked, so the tape answers all of
-them (matched by content, as chaos matches) and none runs live (``live=False`` would stop
-the fork at one that did). The fork writes its branch tape beside the original; the bench
-removes it after each round (it wrote it).
+The program is ``chaos.py``'s workers (``workers_program``: threads, each making ``calls``
+process calls through an injected runner that answers like ``echo``, and a store call
+every ``every`` of them), recorded once in a fresh interpreter. The fork parts at the
+middle of the tape, at one of the first worker's process calls, with another stdout that
+the program does not read: every call after it asks what a recorded call asked, so the
+tape answers all of them (matched by content, as chaos matches) and none runs live
+(``live=False`` would stop the fork at one that did). The fork writes its branch tape
+beside the original; the bench removes it after each round (it wrote it).
 
 Its baseline is a plain replay of the whole tape, the two taking turns ``rounds`` times in
 one interpreter. Figures: the medians, the fork's over the replay's with the spread of
 that ratio over the rounds (each fork against the replay before it), and what the fork
-did (calls answered by the tape, calls run live, entries written).
+did (calls answered by the tape, calls run live).
 """
 
 from __future__ import annotations
 
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
 import sessiontape
 
-from .chaos import Echo
+from .chaos import workers_program
 from .common import in_subprocess, median, now_ns
 
 __all__ = ["child_fork", "run"]
@@ -33,46 +32,11 @@ __all__ = ["child_fork", "run"]
 ENTRY = "bench fork"
 
 
-class _Counts:
-    """The store: one counter per worker."""
-
-    def __init__(self, counts: dict[str, int] | None = None) -> None:
-        self.counts = dict(counts or {})
-
-    def snapshot(self) -> dict[str, int]:
-        return dict(self.counts)
-
-    def bump(self, worker: str) -> int:
-        self.counts[worker] = self.counts.get(worker, 0) + 1
-        return self.counts[worker]
-
-
-def _program(tape: sessiontape.Tape, workers: int, calls: int, every: int) -> None:
-    runner = tape.process_runner(Echo())  # type: ignore[arg-type]
-    live = _Counts() if tape.mode is not sessiontape.Mode.REPLAY else None
-    store = tape.store(live, mutations=["bump"], snapshot=_Counts.snapshot, factory=_Counts)
-
-    def work(index: int) -> None:
-        name = f"w{index}"
-        with sessiontape.worker(name):
-            for i in range(calls):
-                runner.run(["echo", name, str(i)], text=True)
-                if i % every == 0:
-                    store.bump(name)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    tape.finish(outcome=dict(sorted(store.snapshot().items())))
-
-
 def child_fork(path: str, workers: int, calls: int, every: int, rounds: int) -> dict[str, Any]:
     """Record the program at ``path``, then time plain replays and forks taking turns."""
     cassette = Path(path)
     with sessiontape.record(cassette, entrypoint=ENTRY) as recording:
-        _program(recording, workers, calls, every)
+        workers_program(recording, workers, calls, every)
     recorded = sessiontape.load(cassette)
     processes = [
         c for c in recorded.calls if isinstance(c, sessiontape.ProcessCall) and c.worker == "w0"
@@ -84,7 +48,7 @@ def child_fork(path: str, workers: int, calls: int, every: int, rounds: int) -> 
     def plain() -> int:
         started = now_ns()
         with sessiontape.replay(cassette) as tape:
-            _program(tape, workers, calls, every)
+            workers_program(tape, workers, calls, every)
         spent = now_ns() - started
         if tape.report is None or not tape.report.ok:
             raise RuntimeError(f"the plain replay of {cassette} failed: nothing to compare with")
@@ -93,7 +57,7 @@ def child_fork(path: str, workers: int, calls: int, every: int, rounds: int) -> 
     def forked() -> tuple[int, sessiontape.ForkResult]:
         started = now_ns()
         with sessiontape.replay(cassette, fork=fork) as tape:
-            _program(tape, workers, calls, every)
+            workers_program(tape, workers, calls, every)
         spent = now_ns() - started
         result = tape.fork
         if result is None or result.written is None or result.stopped or result.live:
