@@ -424,10 +424,15 @@ def test_against_times_both_trees_in_turns(bench: ModuleType, tmp_path: Path) ->
 
 
 def test_against_runs_every_case_in_a_child_of_the_tree_under_test(
-    bench: ModuleType, tmp_path: Path
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import against
 
+    # Each child writes its tapes in a temporary folder of its own and removes it when it
+    # exits: a comparison of many pairs once left hundreds of folders behind.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     new, _ = _both_this_checkout()
     measured = {m.name for m in against.MEASUREMENTS}
     assert measured == {"record", "replay_call", "boundaries", "corpus", "startup"}
@@ -437,6 +442,7 @@ def test_against_runs_every_case_in_a_child_of_the_tree_under_test(
         got = against.run_child(new, m.target, m.kwargs["tiny"], tmp_path)
         assert {f.id for f in m.figures} <= set(got), m.name
         assert all(_positive(got[f.id]) for f in m.figures), got
+        assert list(temporary.iterdir()) == [], m.name
 
 
 def test_a_child_refuses_to_measure_another_tree(bench: ModuleType, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ against either tree. Start-up figures are the best of a few runs, as in the main
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -38,7 +39,7 @@ __all__ = [
     "start_up",
 ]
 
-#: Where each child writes its tapes: its own temporary folder, removed with the machine's.
+#: Where each child writes its tapes: its own temporary folder, removed when it exits.
 _PREFIX: Final = "sessiontape-against-"
 
 
@@ -52,7 +53,10 @@ FIXED_DIR_ENV: Final = "SESSIONTAPE_BENCH_FIXED_DIR"
 def _workdir() -> Path:
     fixed = os.environ.get(FIXED_DIR_ENV)
     if not fixed:
-        return Path(tempfile.mkdtemp(prefix=_PREFIX))
+        # A child measures once and exits: its tapes (megabytes per figure) go with it.
+        made = Path(tempfile.mkdtemp(prefix=_PREFIX))
+        atexit.register(shutil.rmtree, made, True)
+        return made
     path = Path(fixed)
     shutil.rmtree(path, ignore_errors=True)  # the harness's own directory, from a run before
     path.mkdir(parents=True)
