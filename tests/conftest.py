@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,7 @@ import pytest
 
 import sessiontape
 import sessiontape.tape
+from interrupts import ctrl_c_interrupts
 
 pytest_plugins = ["pytester"]
 
@@ -40,6 +42,71 @@ def _no_tape_left_open() -> Iterator[None]:
         threading.Thread.start = _context._REAL_START  # type: ignore[method-assign]
         ThreadPoolExecutor.submit = _context._REAL_SUBMIT  # type: ignore[method-assign,assignment]
         pytest.fail(f"the test left {left} tape(s) open: close every tape it creates")
+
+
+# The signals whose handling a test must leave as it found it. A test that leaves SIGINT
+# ignored or blocked breaks every later test in its process that interrupts itself, and
+# every child it starts, which inherits both across exec and then cannot be stopped with
+# Ctrl-C: it fails here, under its own name. Python's signal.getsignal() only knows what
+# went through the signal module, so the kernel's view is read too (Linux: /proc).
+_GUARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD)
+_GUARDED_MASK = sum(1 << (number - 1) for number in _GUARDED_SIGNALS)
+
+
+def _kernel_view() -> dict[str, int]:
+    """The guarded signals' bits of the kernel's ignored set (the process's) and blocked
+    set (this thread's), where /proc shows them."""
+    try:
+        lines = Path("/proc/thread-self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {
+        key: int(value, 16) & _GUARDED_MASK
+        for key, _, value in (line.partition(":\t") for line in lines)
+        if key in ("SigIgn", "SigBlk")
+    }
+
+
+def _names(bits: int) -> list[str]:
+    return [signal.Signals(n).name for n in _GUARDED_SIGNALS if bits & (1 << (n - 1))]
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal.signal only works in the main thread; nothing to put back
+        return
+    before = {number: signal.getsignal(number) for number in _GUARDED_SIGNALS}
+    kernel = _kernel_view()
+    yield
+    changed = []
+    for number, handler in before.items():
+        now = signal.getsignal(number)
+        if now != handler:
+            changed.append(f"{signal.Signals(number).name}: {handler!r} -> {now!r}")
+            signal.signal(number, handler)  # so that only this test fails
+    for key, bits in _kernel_view().items():
+        if bits == kernel[key]:
+            continue
+        what = "ignored" if key == "SigIgn" else "blocked"
+        changed.append(f"{what} {_names(kernel[key])} -> {_names(bits)}")
+        added = [n for n in _GUARDED_SIGNALS if bits & ~kernel[key] & (1 << (n - 1))]
+        if key == "SigBlk":
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, added)
+        else:
+            for number in added:  # set where Python cannot see: set again through it
+                signal.signal(number, before[number])
+    if changed:
+        pytest.fail("the test left signal handling changed: " + "; ".join(changed))
+
+
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """Ctrl-C (SIGINT) interrupts the test's process and the processes it starts, as at an
+    interactive terminal, even when the suite itself was started with SIGINT ignored (a
+    background job of a script): see ``tests/interrupts.py``."""
+    with ctrl_c_interrupts():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -340,7 +340,7 @@ def test_serve_prints_its_address_and_stops_on_ctrl_c(
     assert result.err == ""
 
 
-def test_serve_runs_until_interrupted(folder: Path) -> None:
+def test_serve_runs_until_interrupted(folder: Path, interruptible: None) -> None:
     """The real command in a process of its own: it answers, then SIGINT stops it cleanly."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(

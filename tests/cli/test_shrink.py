@@ -96,7 +96,9 @@ def test_a_command_that_rejects_the_tape_itself_is_refused(
     assert not out.exists()
 
 
-def test_interrupting_leaves_the_best_tape_so_far(cassette: Path, cli: Cli, tmp_path: Path) -> None:
+def test_interrupting_leaves_the_best_tape_so_far(
+    cassette: Path, cli: Cli, tmp_path: Path, interruptible: None
+) -> None:
     # The command counts its runs and, at the fourth, interrupts shrink as Ctrl-C would.
     counter = tmp_path / "runs"
     script = tmp_path / "test.sh"

@@ -206,10 +206,12 @@ AS_RECORDED: dict[str, Callable[[Path], Any]] = {
 
 
 @pytest.mark.parametrize("name", list(AS_RECORDED))
+@pytest.mark.usefixtures("interruptible")  # asyncio_kill_and_terminate's SIGINT
 def test_replays_as_recorded(name: str, round_trip: Callable[..., RoundTrip]) -> None:
     check_same(round_trip(bounded(AS_RECORDED[name])))
 
 
+@pytest.mark.usefixtures("interruptible")  # the child's SIGINT ends it, at once
 def test_asyncio_signals_are_recorded(round_trip: Callable[..., RoundTrip]) -> None:
     trip = round_trip(bounded(p_asyncio_kill_and_terminate))
     assert [entry.signals for entry in trip.processes] == [[9], [15], [2]]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import sessiontape
+from interrupts import ctrl_c_interrupts
 from sessiontape.cli import _viewer
 
 from .caps_chaos import first_failing_seed
@@ -87,36 +88,40 @@ def serve(cell: Cell) -> None:
     """``sessiontape serve --receipt`` of a failing replay: the cassette's page data
     (the JSON API the page reads) leads with that failure; the page itself is served."""
     tape, receipt, first = failing_receipt(cell)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sessiontape",
-            "serve",
-            str(tape.parent),
-            "--receipt",
-            str(receipt),
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert " at http://127.0.0.1:" in line, line + server.stderr.read() if server.stderr else ""
-        url = line.split(" at ")[1].split()[0]
-        name = urllib.parse.quote(tape.name, safe="")
-        with urllib.request.urlopen(url + f"api/cassettes/{name}", timeout=60) as answer:
-            data = json.load(answer)
-        with urllib.request.urlopen(url, timeout=60) as answer:
-            assert answer.status == 200
-            assert "<title>" in answer.read().decode()
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=60)
+    # Started interruptible: the SIGINT that stops it must not be ignored by inheritance.
+    with ctrl_c_interrupts():
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sessiontape",
+                "serve",
+                str(tape.parent),
+                "--receipt",
+                str(receipt),
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            assert " at http://127.0.0.1:" in line, (
+                line + server.stderr.read() if server.stderr else ""
+            )
+            url = line.split(" at ")[1].split()[0]
+            name = urllib.parse.quote(tape.name, safe="")
+            with urllib.request.urlopen(url + f"api/cassettes/{name}", timeout=60) as answer:
+                data = json.load(answer)
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                assert answer.status == 200
+                assert "<title>" in answer.read().decode()
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.communicate(timeout=60)
     shown = data["receipt"]["mismatches"][0]
     assert (shown["kind"], shown["seq"]) == (first["kind"], first["seq"])
 
