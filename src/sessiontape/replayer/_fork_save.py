@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,6 +51,7 @@ class _Line(msgspec.Struct):
 
 
 _READ_LINE: Final = msgspec.json.Decoder(_Line).decode
+_READ_LINES: Final = msgspec.json.Decoder(_Line).decode_lines
 _ENCODE: Final = msgspec.json.encode
 _REPLACE: Final = msgspec.structs.replace
 
@@ -82,6 +83,24 @@ def check_fork_target(target: Path, tape: str, sha256: str) -> None:
     )
 
 
+def _original_lines(original: bytes) -> Iterable[tuple[bytes, _Line]]:
+    """Each line of the original that holds an entry, with its kind and seq: all decoded
+    in one call (C code), the lines split as that decoder splits them."""
+    raws = [raw.rstrip(b"\r") for raw in original.split(b"\n") if raw.strip()]
+    try:
+        read = _READ_LINES(original)
+    except msgspec.DecodeError:
+        # A torn last line (the tape's recording crashed mid-write), which the loader
+        # skipped: the only line of a loaded tape that does not decode.
+        raws.pop()
+        read = _READ_LINES(b"\n".join(raws))
+    return zip(raws, read, strict=True)
+
+
+def _kind(entry: Entry) -> str:
+    return str(type(entry).__struct_config__.tag)
+
+
 def _children(recording: Recording) -> dict[int, list[CallEntry]]:
     """The calls recorded inside each call, in seq order (one pass over the tape)."""
     found: dict[int, list[CallEntry]] = {}
@@ -108,21 +127,26 @@ def write_fork(
     seq = note.seq
     header = _REPLACE(recording.header, forked_from=note)
     lines: list[bytes] = [_ENCODE(header)]
+    kinds: dict[str, int] = {"session_start": 1}
     later: list[bytes] = []
-    for raw in original.splitlines():
-        if not raw.strip():
-            continue
-        line = _READ_LINE(raw)
-        if line.kind in _DROPPED:
+    for raw, line in _original_lines(original):
+        kind = line.kind
+        if kind in _DROPPED:
             continue
         if 0 <= line.seq < seq:
             lines.append(raw)  # before the fork: the original's line, byte for byte
-        elif line.kind in _KEPT_AFTER:
+        elif kind in _KEPT_AFTER:
             later.append(raw)
+            continue
+        else:
+            continue
+        kinds[kind] = kinds.get(kind, 0) + 1
     number = seq
     for raw in later:
         lines.append(_ENCODE({**msgspec.json.decode(raw), "seq": number}))
         number += 1
+        kind = _READ_LINE(raw).kind
+        kinds[kind] = kinds.get(kind, 0) + 1
     entries = _branch_entries(recording, made, seq)
     renumbered: dict[int, int] = {}
     last_ns = (recording.header.ts_ns, recording.header.mono_ns)
@@ -135,6 +159,8 @@ def write_fork(
         if worker is not None:
             fields.update(worker=worker, thread=thread)
         lines.append(_ENCODE(_REPLACE(entry, **fields)))
+        kind = _kind(entry)
+        kinds[kind] = kinds.get(kind, 0) + 1
         number += 1
         done = entry.ts_ns + int(getattr(entry, "duration_ns", 0) or 0)
         if done > last_ns[0]:
@@ -142,10 +168,6 @@ def write_fork(
     if end is not None:
         lines.append(_ENCODE(_REPLACE(end, seq=number)))
     else:
-        kinds: dict[str, int] = {}
-        for raw in lines:
-            kind = _READ_LINE(raw).kind
-            kinds[kind] = kinds.get(kind, 0) + 1
         kinds["session_end"] = 1
         lines.append(
             _ENCODE(
