@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -83,18 +83,27 @@ def check_fork_target(target: Path, tape: str, sha256: str) -> None:
     )
 
 
-def _original_lines(original: bytes) -> Iterable[tuple[bytes, _Line]]:
-    """Each line of the original that holds an entry, with its kind and seq: all decoded
-    in one call (C code), the lines split as that decoder splits them."""
+def _original_lines(
+    original: bytes, in_order: list[Entry] | None, torn: bool
+) -> Iterator[tuple[bytes, str, int]]:
+    """Each line of the original that holds an entry, with its kind and seq: read from
+    ``in_order``, the entries the lines were loaded as in their order, when given; else
+    decoded (all in one call, C code), the lines split as that decoder splits them."""
     raws = [raw.rstrip(b"\r") for raw in original.split(b"\n") if raw.strip()]
+    # A torn last line (a crash mid-write) was left out by the load.
+    if in_order is not None and len(raws) == len(in_order) + torn:
+        for raw, entry in zip(raws[: len(in_order)], in_order, strict=True):
+            yield raw, _kind(entry), entry.seq
+        return
     try:
         read = _READ_LINES(original)
     except msgspec.DecodeError:
-        # A torn last line (the tape's recording crashed mid-write), which the loader
-        # skipped: the only line of a loaded tape that does not decode.
+        # A torn last line, which the loader skipped: the only line of a loaded tape
+        # that does not decode.
         raws.pop()
         read = _READ_LINES(b"\n".join(raws))
-    return zip(raws, read, strict=True)
+    for raw, line in zip(raws, read, strict=True):
+        yield raw, line.kind, line.seq
 
 
 def _kind(entry: Entry) -> str:
@@ -118,22 +127,28 @@ def write_fork(
     made: Sequence[Made],
     end: Entry | None,
     outcome: Any = None,
+    in_order: list[Entry] | None = None,
 ) -> tuple[Path, dict[int, int]]:
     """Write the branch to ``target`` (see the module's documentation). ``original`` is
     the tape's bytes as forked; ``made`` the branch's calls in the order they started;
     ``end`` the exception entry that ended the branch (``None``: it finished, with
-    ``outcome``). Returns the path and the new seq of each branch call by its seq in the
-    fork (recorded, or provisional for a live call)."""
+    ``outcome``); ``in_order`` the entries ``recording`` was loaded as from ``original``,
+    in the order of its lines (``load_with_lines``), if it was. Returns the path and the
+    new seq of each branch call by its seq in the fork (recorded, or provisional for a
+    live call).
+
+    The new tape is checked as every tape written is (``check_written``: parsed whole
+    and checked as ``sessiontape validate`` checks it).
+    """
     seq = note.seq
     header = _REPLACE(recording.header, forked_from=note)
     lines: list[bytes] = [_ENCODE(header)]
     kinds: dict[str, int] = {"session_start": 1}
     later: list[bytes] = []
-    for raw, line in _original_lines(original):
-        kind = line.kind
+    for raw, kind, line_seq in _original_lines(original, in_order, recording.torn):
         if kind in _DROPPED:
             continue
-        if 0 <= line.seq < seq:
+        if 0 <= line_seq < seq:
             lines.append(raw)  # before the fork: the original's line, byte for byte
         elif kind in _KEPT_AFTER:
             later.append(raw)
@@ -184,7 +199,8 @@ def write_fork(
     check_fork_target(target, note.tape, note.sha256)
     # The payloads first: the tape is checked against its sidecar before it is written.
     _copy_sidecar(Path(recording.path), target)
-    return write_new_cassette(target, lines), renumbered
+    # One line-joined piece: every line here is without its newline.
+    return write_new_cassette(target, [b"\n".join(lines) + b"\n"]), renumbered
 
 
 def _branch_entries(
