@@ -106,8 +106,16 @@ def _original_lines(
         yield raw, line.kind, line.seq
 
 
+#: Each entry type's kind (its tag), as met.
+_KINDS: Final[dict[type, str]] = {}
+
+
 def _kind(entry: Entry) -> str:
-    return str(type(entry).__struct_config__.tag)
+    cls = type(entry)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = str(cls.__struct_config__.tag)
+    return kind
 
 
 def _children(recording: Recording) -> dict[int, list[CallEntry]]:
