@@ -50,7 +50,7 @@ TARGETS: Final[dict[str, Target]] = {
     "startup_record_none_ms": Target("<=", 10.0, "≤ 10 ms"),
     "update_ratio": Target("<=", 3.0, "≤ 3× plain replay"),
     "explain_s": Target("<=", 60.0, "≤ 60 s on 2 cores"),
-    "fork_budget_ratio": Target("<=", 1.2, "≤ 1.2× (plain replay + writing the branch)"),
+    "fork_budget_ratio": Target("<=", 1.2, "≤ 1.2× (plain replay + writing the branch), CPU"),
 }
 
 #: The fixed-cost target holds in a process with at least this many modules loaded.
@@ -518,15 +518,16 @@ def _fork_rows(fk: Results, results: Results) -> Iterable[Row]:
     )
     yield _row(
         "fork_budget_ratio",
-        f"{what} / a plain replay of it plus writing its branch as any tape is written",
-        fk["budget_ratio"],
+        f"{what} / a plain replay of it plus writing its branch as any tape is written (CPU time)",
+        fk["budget_ratio_cpu"],
         "×",
-        "plain replay + write of the branch (ms)",
-        (fk["replay_ns"] + fk["write_ns"]) / 1e6,
-        fk["budget_ratio"],
-        f"fork {fk['fork_ns'] / 1e6:.1f} ms, replay {fk['replay_ns'] / 1e6:.1f} ms, write "
-        f"{fk['write_ns'] / 1e6:.1f} ms; ratio {fk['budget_ratio_min']:.2f}–"
-        f"{fk['budget_ratio_max']:.2f}× {spread}; {answered}",
+        "plain replay + write of the branch (ms of CPU)",
+        (fk["replay_cpu_ns"] + fk["write_cpu_ns"]) / 1e6,
+        fk["budget_ratio_cpu"],
+        f"CPU: fork {fk['fork_cpu_ns'] / 1e6:.1f} ms, replay {fk['replay_cpu_ns'] / 1e6:.1f} "
+        f"ms, write {fk['write_cpu_ns'] / 1e6:.1f} ms; ratio {fk['budget_ratio_cpu_min']:.2f}–"
+        f"{fk['budget_ratio_cpu_max']:.2f}× {spread}; wall: {fk['budget_ratio']:.2f}× "
+        f"({fk['budget_ratio_min']:.2f}–{fk['budget_ratio_max']:.2f}×); {answered}",
     )
     yield _row(
         "fork_ratio",
@@ -537,7 +538,8 @@ def _fork_rows(fk: Results, results: Results) -> Iterable[Row]:
         fk["replay_ns"] / 1e6,
         fk["ratio"],
         f"fork {fk['fork_ns'] / 1e6:.1f} ms; ratio {fk['ratio_min']:.2f}–{fk['ratio_max']:.2f}× "
-        f"{spread}; not a target: the branch's write lies between the two",
+        f"{spread}; CPU time {fk['ratio_cpu']:.2f}×; not a target: the branch's write lies "
+        "between the two",
     )
 
 

@@ -219,12 +219,13 @@ def _check_fork(res: dict[str, Any]) -> None:
     # The tape answers every process call after the fork; nothing runs live.
     assert fk["live"] == 0
     assert 0 < fk["from_tape"] < fk["after"]
-    for key in ("replay_ns", "fork_ns", "write_ns", "ratio", "budget_ratio"):
-        assert _positive(fk[key]), key
-    assert fk["ratio_min"] <= fk["ratio"] <= fk["ratio_max"]
-    assert fk["budget_ratio_min"] <= fk["budget_ratio"] <= fk["budget_ratio_max"]
-    # Each round's budget adds the write to the replay: below that round's fork / replay.
-    assert fk["budget_ratio_min"] < fk["ratio_max"]
+    for clock in ("", "_cpu"):
+        for key in ("replay", "fork", "write"):
+            assert _positive(fk[f"{key}{clock}_ns"]), key + clock
+        for key in ("ratio", "budget_ratio"):
+            assert fk[f"{key}{clock}_min"] <= fk[f"{key}{clock}"] <= fk[f"{key}{clock}_max"]
+        # Each round's budget adds the write to the replay: below that round's fork / replay.
+        assert 0 < fk[f"budget_ratio{clock}_min"] < fk[f"ratio{clock}_max"]
 
 
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
