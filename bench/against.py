@@ -146,6 +146,30 @@ MEASUREMENTS: Final = (
         ),
     ),
     Measurement(
+        "fork",
+        "cases.paired:fork_branch",
+        {
+            "full": {"workers": 4, "calls": 200, "every": 4, "rounds": 15},
+            "quick": {"workers": 4, "calls": 200, "every": 4, "rounds": 7},
+            "tiny": {"workers": 4, "calls": 12, "every": 4, "rounds": 2},
+        },
+        (
+            Figure(
+                "fork_budget_ratio",
+                "fork of a 1,000-entry tape / (plain replay + writing the branch), CPU",
+                "×",
+            ),
+            Figure(
+                "fork_budget_ratio_wall",
+                "fork of a 1,000-entry tape / (plain replay + writing the branch), wall",
+                "×",
+            ),
+            Figure("fork_ratio", "fork of a 1,000-entry tape / its plain replay, wall", "×"),
+            Figure("fork_ratio_cpu", "fork of a 1,000-entry tape / its plain replay, CPU", "×"),
+            Figure("fork_cpu_ms", "fork of a 1,000-entry tape (CPU)", "ms"),
+        ),
+    ),
+    Measurement(
         "startup",
         "cases.paired:start_up",
         {"full": {"rounds": 5}, "quick": {"rounds": 2}, "tiny": {"rounds": 1}},
@@ -174,6 +198,8 @@ SUMMARY_ROWS: Final = {
     "record_full_us": "recording overhead per call, level full",
     "record_standard_us": "recording overhead per call, level standard",
     "record_threads_us": "recording per call in aggregate at",
+    "fork_budget_ratio": "/ a plain replay of it plus writing its branch",
+    "fork_ratio": "/ a plain replay of it (",
     "startup_entry_ms": "pytest11 entry point import",
     "startup_run_ratio": "one-test pytest run",
     "startup_record_none_ms": "`import sessiontape` + `record(None)`",

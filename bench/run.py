@@ -53,6 +53,10 @@ BENCH: Final = Path(__file__).resolve().parent
 #: Markers of BENCHMARKS.md's chaos section, which ``bench/cases/chaos.py`` writes.
 CHAOS_BEGIN: Final = "<!-- chaos:begin -->"
 CHAOS_END: Final = "<!-- chaos:end -->"
+#: Markers of BENCHMARKS.md's fork section: the fork's budget, measured against the
+#: commit before it (``bench/cases/fork.py``), which a full run keeps as it is.
+FORK_BEGIN: Final = "<!-- fork:begin -->"
+FORK_END: Final = "<!-- fork:end -->"
 ROOT: Final = BENCH.parent
 for _path in (ROOT / "src", BENCH):
     if str(_path) not in sys.path:
@@ -542,11 +546,12 @@ def _against(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _write_markdown(markdown: Path, text: str) -> None:
     """Write the report, carrying over the chaos section (measured on its own by
-    ``bench/cases/chaos.py``)."""
+    ``bench/cases/chaos.py``) and the fork's (its budget, measured against a commit)."""
     old = markdown.read_text(encoding="utf-8") if markdown.exists() else ""
-    if CHAOS_BEGIN in old and CHAOS_END in old:
-        kept = old[old.index(CHAOS_BEGIN) : old.index(CHAOS_END) + len(CHAOS_END)]
-        text = text.rstrip("\n") + "\n\n" + kept
+    for begin, end in ((CHAOS_BEGIN, CHAOS_END), (FORK_BEGIN, FORK_END)):
+        if begin in old and end in old:
+            kept = old[old.index(begin) : old.index(end) + len(end)]
+            text = text.rstrip("\n") + "\n\n" + kept
     markdown.write_text(text + "\n", encoding="utf-8")
 
 

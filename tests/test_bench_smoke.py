@@ -219,9 +219,13 @@ def _check_fork(res: dict[str, Any]) -> None:
     # The tape answers every process call after the fork; nothing runs live.
     assert fk["live"] == 0
     assert 0 < fk["from_tape"] < fk["after"]
-    for key in ("replay_ns", "fork_ns", "ratio"):
-        assert _positive(fk[key]), key
-    assert fk["ratio_min"] <= fk["ratio"] <= fk["ratio_max"]
+    for clock in ("", "_cpu"):
+        for key in ("replay", "fork", "write"):
+            assert _positive(fk[f"{key}{clock}_ns"]), key + clock
+        for key in ("ratio", "budget_ratio"):
+            assert fk[f"{key}{clock}_min"] <= fk[f"{key}{clock}"] <= fk[f"{key}{clock}_max"]
+        # Each round's budget adds the write to the replay: below that round's fork / replay.
+        assert 0 < fk[f"budget_ratio{clock}_min"] < fk[f"ratio{clock}_max"]
 
 
 GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[str]]] = {
@@ -261,7 +265,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], None], set[s
     "shrink": (("shrink",), _check_shrink, set()),
     "update": (("update",), _check_update, {"update_ratio"}),
     "explain": (("explain",), _check_explain, {"explain_s"}),
-    "fork": (("fork",), _check_fork, set()),
+    "fork": (("fork",), _check_fork, {"fork_budget_ratio"}),
 }
 
 
@@ -435,7 +439,7 @@ def test_against_runs_every_case_in_a_child_of_the_tree_under_test(
     monkeypatch.setenv("TMPDIR", str(temporary))
     new, _ = _both_this_checkout()
     measured = {m.name for m in against.MEASUREMENTS}
-    assert measured == {"record", "replay_call", "boundaries", "corpus", "startup"}
+    assert measured == {"record", "replay_call", "boundaries", "corpus", "fork", "startup"}
     for m in against.MEASUREMENTS:
         if m.name in ("record", "startup"):
             continue  # record: above; startup: dozens of whole pytest runs

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
-from . import boundaries, corpus, record, replay_call, startup
+from . import boundaries, corpus, fork, record, replay_call, startup
 from .common import PROCESS_CPU, THREAD_CPU, median, per_call_each
 
 __all__ = [
@@ -263,3 +263,18 @@ def corpus_project(*, root: str, cassettes: int, trivial: int) -> dict[str, floa
     more = (project / "test_trivial.py").read_text(encoding="utf-8")
     (project / "test_more.py").write_text(more.replace("test_trivial", "test_more"), "utf-8")
     return {"cassettes": float(cassettes)}
+
+
+def fork_branch(*, workers: int, calls: int, every: int, rounds: int) -> dict[str, float]:
+    """A fork at the middle of a tape against a plain replay of it plus writing its
+    branch, and against the plain replay alone, in CPU and wall time (``fork.py``: medians
+    of per-round ratios); the fork's own median CPU time in ms."""
+    work = _workdir()
+    got = fork.child_fork(str(work / "four-workers.jsonl"), workers, calls, every, rounds)
+    return {
+        "fork_budget_ratio": got["budget_ratio_cpu"],
+        "fork_budget_ratio_wall": got["budget_ratio"],
+        "fork_ratio": got["ratio"],
+        "fork_ratio_cpu": got["ratio_cpu"],
+        "fork_cpu_ms": got["fork_cpu_ns"] / 1e6,
+    }

@@ -143,7 +143,7 @@ def replay(
     """
     from . import _hooks
     from ._errors import UsageError
-    from .cassette import Recording, load_for_replay
+    from .cassette import Recording, load_for_replay, load_with_lines
     from .replayer import (
         DEFAULT_LOOKAHEAD,
         DEFAULT_ORDER_TIMEOUT,
@@ -174,8 +174,15 @@ def replay(
         lookahead = DEFAULT_LOOKAHEAD
     if order_timeout is None:
         order_timeout = DEFAULT_ORDER_TIMEOUT
-    recording = source if isinstance(source, Recording) else load_for_replay(source)
     options: dict[str, Any] = {} if schedule is None else {"schedule": schedule}
+    if isinstance(source, Recording):
+        recording = source
+    elif fork is not None:
+        # The branch copies the tape's lines before the fork: those it replayed.
+        recording, data, in_order = load_with_lines(source)
+        options["original"] = (data, in_order)
+    else:
+        recording = load_for_replay(source)
     kind: type[ReplayEngine] = ReplayEngine
     if schedule is not None:
         kind = ChaosEngine

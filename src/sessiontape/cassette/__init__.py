@@ -73,6 +73,7 @@ from ._loader import (
     load,
     load_for_replay,
     load_for_view,
+    load_with_lines,
     loads,
     read_header,
 )
@@ -213,6 +214,7 @@ __all__ = [
     "load_for_replay",
     "load_for_view",
     "load_pending",
+    "load_with_lines",
     "loads",
     "open_private",
     "pending_path",

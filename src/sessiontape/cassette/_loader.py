@@ -39,6 +39,7 @@ __all__ = [
     "load",
     "load_for_replay",
     "load_for_view",
+    "load_with_lines",
     "loads",
     "read_header",
 ]
@@ -367,6 +368,19 @@ def load_for_replay(path: str | os.PathLike[str]) -> Recording:
     loads it (its valid prefix, or a :class:`CassetteError` naming the line).
     """
     return _load_lazily(os.fspath(path), _LAZY_DECODER)
+
+
+def load_with_lines(path: str | os.PathLike[str]) -> tuple[Recording, bytes, list[Entry]]:
+    """Load a cassette to replay it and copy lines of it into another (a fork): as
+    :func:`load_for_replay`, read into memory; with the file's bytes, and its entries in
+    the order of its lines (a torn last line left out), which the recording holds in seq
+    order."""
+    name = os.fspath(path)
+    data = _read_regular_file(name)
+    newline = data.find(b"\n")
+    _check_start(data if newline < 0 else data[:newline], newline >= 0, bool(data), name)
+    entries, torn = _decode_all(data, name, _LAZY_DECODER)
+    return _recording(entries, name, torn, lambda: data), data, entries
 
 
 def load_for_view(path: str | os.PathLike[str]) -> Recording:

@@ -29,6 +29,9 @@ __all__ = ["ERROR", "WARNING", "Finding", "errors_of", "seq_ranges", "structure_
 ERROR: Final = "error"
 WARNING: Final = "warning"
 
+#: A payload held as text, or no payload (a lazily loaded one is still JSON: neither).
+_TEXT: Final = (str, type(None))
+
 # Truncated payloads named in the warning; the rest are counted.
 _SHOWN_PAYLOADS: Final = 5
 
@@ -198,24 +201,28 @@ def structure_findings(
     truncated: list[str] = []
     full = recording.header.level == "full"
     sidecar = Sidecar(recording.path if sidecar_of is None else sidecar_of)
+    # This runs over every entry of every tape written: the common case (no parent, the
+    # clock going forward, payloads held as text) costs no call.
     for entry in recording.entries if entries is None else entries:
-        parent = _parent_finding(entry, recording, missing)
-        if parent is not None:
-            found.append(parent)
-        previous = last_ts.get(entry.thread)
-        if previous is not None and entry.ts_ns < previous[1] and entry.thread not in clock_warned:
-            clock_warned.add(entry.thread)  # once per thread: one clock step is one finding
+        if entry.parent is not None:
+            parent = _parent_finding(entry, recording, missing)
+            if parent is not None:
+                found.append(parent)
+        thread, ts_ns = entry.thread, entry.ts_ns
+        previous = last_ts.get(thread)
+        if previous is not None and ts_ns < previous[1] and thread not in clock_warned:
+            clock_warned.add(thread)  # once per thread: one clock step is one finding
             found.append(
                 Finding(
                     WARNING,
-                    f"wall-clock time goes back {duration(previous[1] - entry.ts_ns)} from "
-                    f"seq {previous[0]} on thread {entry.thread!r}: the system clock was "
+                    f"wall-clock time goes back {duration(previous[1] - ts_ns)} from "
+                    f"seq {previous[0]} on thread {thread!r}: the system clock was "
                     "set back, or the file was edited.",
                     entry.seq,
                 )
             )
-        last_ts[entry.thread] = (entry.seq, entry.ts_ns)
-        if full and isinstance(entry, ProcessCall):
+        last_ts[thread] = (entry.seq, ts_ns)
+        if full and isinstance(entry, ProcessCall) and not _plain_payloads(entry):
             found += _payload_findings(entry, sidecar, truncated)
         if more is not None:
             found += more(entry)
@@ -231,6 +238,16 @@ def structure_findings(
             )
         )
     return found
+
+
+def _plain_payloads(entry: ProcessCall) -> bool:
+    """Whether every payload of ``entry`` is held as text (or absent): nothing to find."""
+    return (
+        not entry.chunks
+        and type(entry.input) in _TEXT
+        and type(entry.stdout) in _TEXT
+        and type(entry.stderr) in _TEXT
+    )
 
 
 def _payload_findings(entry: CallEntry, sidecar: Sidecar, truncated: list[str]) -> list[Finding]:

@@ -8,7 +8,8 @@ next take, and :meth:`Branching.unanswered` raises :class:`RunLive`, which the l
 wrappers of ``tape/_live.py`` (the ones ``--sessiontape-live`` uses) catch before anything
 was served, to run the call for real. From then on each call is answered by a recorded
 call not yet used that asked exactly the same, whichever worker recorded it
-(``_asked.py``, indexed once when the fork parts), and any other runs live, or, when live
+(``_asked.py``: its worker's next call when it asked the same, else looked up in an index
+made the first time one is needed), and any other runs live, or, when live
 calls are forbidden, stops its worker with :class:`ForkStopped`. A worker still short of
 its calls before the fork is served them in the tape's order. Verify calls (the stores)
 run for real as always; after the fork their results are today's, and the recorded order
@@ -106,13 +107,11 @@ class Branching(ReplayEngine):
             if self._forked:
                 return
             # The calls before the fork stay their workers' own, served in the tape's order.
-            # Other workers take from the queues meanwhile: each is copied in one step (C
-            # code, under the GIL), and the index is made before any worker is told the
-            # fork has parted (it reads ``_forked`` without the lock).
+            # The calls after it are looked up by content (``_asked.py``), indexed only
+            # when a call is not its worker's next. The lookup is made before any worker
+            # is told the fork has parted (it reads ``_forked`` without the lock).
             seq = self.fork.seq
-            queues = list(self._index.queues.values())
-            remaining = [e for q in queues for e in list(q) if e.seq > seq]
-            self._asked = Asked(remaining, self._used, self._aligner.matches)
+            self._asked = Asked(self._after_fork, self._used, self._aligner.matches, self._next_of)
             # A verify call the tape lacks now runs for real and joins the branch.
             self.updating = True
             self._forked = True
@@ -123,6 +122,21 @@ class Branching(ReplayEngine):
                 for later in seqs:
                     if later > seq:
                         self.turns.done(name, later)
+
+    def _after_fork(self) -> list[CallEntry]:
+        """The recorded calls after the fork still in their queues (each queue copied in
+        one step, C code under the GIL: other workers take from them meanwhile)."""
+        seq = self.fork.seq
+        queues = list(self._index.queues.values())
+        return [e for q in queues for e in list(q) if e.seq > seq]
+
+    def _next_of(self, boundary: str, worker: str) -> CallEntry | None:
+        """``worker``'s next recorded call of ``boundary`` not used, if it is after the fork."""
+        queue = self._fresh(self._index.queues.get((boundary, worker)))
+        if not queue:
+            return None
+        head = queue[0]
+        return head if head.seq > self.fork.seq else None
 
     def _note(self, entry: CallEntry, *, verify: bool = False) -> CallEntry:
         """``entry`` was taken by the calling worker: used, and part of the branch when it

@@ -25,6 +25,7 @@ from ..cassette import (
     AgentTurn,
     Call,
     CallEntry,
+    Entry,
     Error,
     ErrorOrigin,
     ForkedFrom,
@@ -94,7 +95,16 @@ def _answered(entry: CallEntry, answer: Any, codec: PayloadCodec) -> tuple[CallE
 class ForkEngine(Branching):
     """A replay that parts from its tape at :attr:`Fork.seq` (see the module's docs)."""
 
-    def __init__(self, recording: Recording, *, fork: Fork, **options: Any) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        fork: Fork,
+        original: tuple[bytes, list[Entry]] | None = None,
+        **options: Any,
+    ) -> None:
+        """``original``: the bytes ``recording`` was loaded from and its entries in the
+        order of their lines (``load_with_lines``); without it the tape is read again."""
         if recording.path == "<memory>":
             raise UsageError(
                 "a fork writes its branch beside the tape; this recording was loaded from "
@@ -121,8 +131,12 @@ class ForkEngine(Branching):
                 "(--sessiontape-fork-answer=FILE.json)."
             )
         path = Path(recording.path)
-        with open(path, "rb") as file:
-            self._original = file.read()
+        self._in_order: list[Entry] | None = None
+        if original is not None:
+            self._original, self._in_order = original
+        else:
+            with open(path, "rb") as file:
+                self._original = file.read()
         self._forked_from = ForkedFrom(
             tape=path.name,
             sha256=sha256_of(self._original),
@@ -260,6 +274,7 @@ class ForkEngine(Branching):
                 self.branch.made,
                 end,
                 self._outcome_data,
+                self._in_order,
             )
             result.written = str(written)
             result.ran_live = sorted(renumbered[seq] for seq in self.branch.live_seqs())

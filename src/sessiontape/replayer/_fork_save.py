@@ -51,6 +51,7 @@ class _Line(msgspec.Struct):
 
 
 _READ_LINE: Final = msgspec.json.Decoder(_Line).decode
+_READ_LINES: Final = msgspec.json.Decoder(_Line).decode_lines
 _ENCODE: Final = msgspec.json.encode
 _REPLACE: Final = msgspec.structs.replace
 
@@ -82,6 +83,41 @@ def check_fork_target(target: Path, tape: str, sha256: str) -> None:
     )
 
 
+def _original_lines(
+    original: bytes, in_order: list[Entry] | None, torn: bool
+) -> Iterator[tuple[bytes, str, int]]:
+    """Each line of the original that holds an entry, with its kind and seq: read from
+    ``in_order``, the entries the lines were loaded as in their order, when given; else
+    decoded (all in one call, C code), the lines split as that decoder splits them."""
+    raws = [raw.rstrip(b"\r") for raw in original.split(b"\n") if raw.strip()]
+    # A torn last line (a crash mid-write) was left out by the load.
+    if in_order is not None and len(raws) == len(in_order) + torn:
+        for raw, entry in zip(raws[: len(in_order)], in_order, strict=True):
+            yield raw, _kind(entry), entry.seq
+        return
+    try:
+        read = _READ_LINES(original)
+    except msgspec.DecodeError:
+        # A torn last line, which the loader skipped: the only line of a loaded tape
+        # that does not decode.
+        raws.pop()
+        read = _READ_LINES(b"\n".join(raws))
+    for raw, line in zip(raws, read, strict=True):
+        yield raw, line.kind, line.seq
+
+
+#: Each entry type's kind (its tag), as met.
+_KINDS: Final[dict[type, str]] = {}
+
+
+def _kind(entry: Entry) -> str:
+    cls = type(entry)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = str(cls.__struct_config__.tag)
+    return kind
+
+
 def _children(recording: Recording) -> dict[int, list[CallEntry]]:
     """The calls recorded inside each call, in seq order (one pass over the tape)."""
     found: dict[int, list[CallEntry]] = {}
@@ -99,30 +135,41 @@ def write_fork(
     made: Sequence[Made],
     end: Entry | None,
     outcome: Any = None,
+    in_order: list[Entry] | None = None,
 ) -> tuple[Path, dict[int, int]]:
     """Write the branch to ``target`` (see the module's documentation). ``original`` is
     the tape's bytes as forked; ``made`` the branch's calls in the order they started;
     ``end`` the exception entry that ended the branch (``None``: it finished, with
-    ``outcome``). Returns the path and the new seq of each branch call by its seq in the
-    fork (recorded, or provisional for a live call)."""
+    ``outcome``); ``in_order`` the entries ``recording`` was loaded as from ``original``,
+    in the order of its lines (``load_with_lines``), if it was. Returns the path and the
+    new seq of each branch call by its seq in the fork (recorded, or provisional for a
+    live call).
+
+    The new tape is checked as every tape written is (``check_written``: parsed whole
+    and checked as ``sessiontape validate`` checks it).
+    """
     seq = note.seq
     header = _REPLACE(recording.header, forked_from=note)
     lines: list[bytes] = [_ENCODE(header)]
+    kinds: dict[str, int] = {"session_start": 1}
     later: list[bytes] = []
-    for raw in original.splitlines():
-        if not raw.strip():
+    for raw, kind, line_seq in _original_lines(original, in_order, recording.torn):
+        if kind in _DROPPED:
             continue
-        line = _READ_LINE(raw)
-        if line.kind in _DROPPED:
-            continue
-        if 0 <= line.seq < seq:
+        if 0 <= line_seq < seq:
             lines.append(raw)  # before the fork: the original's line, byte for byte
-        elif line.kind in _KEPT_AFTER:
+        elif kind in _KEPT_AFTER:
             later.append(raw)
+            continue
+        else:
+            continue
+        kinds[kind] = kinds.get(kind, 0) + 1
     number = seq
     for raw in later:
         lines.append(_ENCODE({**msgspec.json.decode(raw), "seq": number}))
         number += 1
+        kind = _READ_LINE(raw).kind
+        kinds[kind] = kinds.get(kind, 0) + 1
     entries = _branch_entries(recording, made, seq)
     renumbered: dict[int, int] = {}
     last_ns = (recording.header.ts_ns, recording.header.mono_ns)
@@ -135,6 +182,8 @@ def write_fork(
         if worker is not None:
             fields.update(worker=worker, thread=thread)
         lines.append(_ENCODE(_REPLACE(entry, **fields)))
+        kind = _kind(entry)
+        kinds[kind] = kinds.get(kind, 0) + 1
         number += 1
         done = entry.ts_ns + int(getattr(entry, "duration_ns", 0) or 0)
         if done > last_ns[0]:
@@ -142,10 +191,6 @@ def write_fork(
     if end is not None:
         lines.append(_ENCODE(_REPLACE(end, seq=number)))
     else:
-        kinds: dict[str, int] = {}
-        for raw in lines:
-            kind = _READ_LINE(raw).kind
-            kinds[kind] = kinds.get(kind, 0) + 1
         kinds["session_end"] = 1
         lines.append(
             _ENCODE(
@@ -162,7 +207,8 @@ def write_fork(
     check_fork_target(target, note.tape, note.sha256)
     # The payloads first: the tape is checked against its sidecar before it is written.
     _copy_sidecar(Path(recording.path), target)
-    return write_new_cassette(target, lines), renumbered
+    # One line-joined piece: every line here is without its newline.
+    return write_new_cassette(target, [b"\n".join(lines) + b"\n"]), renumbered
 
 
 def _branch_entries(
