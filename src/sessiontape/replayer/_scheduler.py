@@ -28,6 +28,7 @@ from typing import Any, Final
 from .._context import starting_internal, worker_var
 from .._time import REAL
 from ._forcing import Decider
+from ._pool import scheduled_pools
 from ._schedule import Schedule, make_strategy
 
 __all__ = ["ScheduleStopped", "Scheduler"]
@@ -99,6 +100,10 @@ class Scheduler:
         self._all: list[_Thread] = []
         self._by_ident: dict[int, _Thread] = {}
         self._waiting: list[_Thread] = []
+        #: Threads out of the running until something a scheduled thread does when it
+        #: ends makes ``ready()`` true (a pool task's future done), in the order they
+        #: left: (thread, ready, whether its wait has a timeout).
+        self._parked: list[tuple[_Thread, Callable[[], bool], bool]] = []
         self._running: _Thread | None = None
         self._last: _Thread | None = None
         self._started = 0
@@ -129,7 +134,8 @@ class Scheduler:
         threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
         threading.Thread.join = self._patched_join()  # type: ignore[method-assign]
         try:
-            yield
+            with scheduled_pools(self):
+                yield
         finally:
             threading.Thread.start = start  # type: ignore[method-assign]
             threading.Thread.join = join  # type: ignore[method-assign]
@@ -145,6 +151,57 @@ class Scheduler:
         self.threads += 1
         self._strategy.admit(thread)
         return thread
+
+    # -- tasks that are not threads of their own (``_pool.py``) --------------------------
+
+    def current(self) -> _Thread | None:
+        """The calling thread as the scheduler knows it (``None``: not scheduled)."""
+        return self._by_ident.get(_get_ident())
+
+    def enlist(self, *, waiting: bool) -> _Thread:
+        """Register a task the baton's holder creates, in creation order: among the
+        waiting at once when ``waiting``, else once :meth:`end` lets it in."""
+        with self._lock:
+            task = self._new_thread()
+            if waiting:
+                self._waiting.append(task)
+                self._settled = False
+            return task
+
+    def end(self, me: _Thread, then: Callable[[], _Thread | None] = lambda: None) -> None:
+        """``me`` ended (from any thread); ``then()``, asked under the lock, names a task
+        that may run from now on (it takes the place ``me`` leaves)."""
+        with self._lock:
+            if self._by_ident.get(_get_ident()) is me:
+                del self._by_ident[_get_ident()]
+            if not me.ended:
+                self._end_locked(me, then())
+
+    def park(self, ready: Callable[[], bool], *, timed: bool = False) -> bool:
+        """The baton's holder waits, out of the running, until ``ready()`` holds after a
+        scheduled thread's end (or, ``timed``, until no other thread can run); then it
+        waits for the baton. Whether it parked (not when unscheduled, or ready)."""
+        me = self._by_ident.get(_get_ident())
+        if me is None or self.stopped:
+            return False
+        with self._lock:
+            if self.stopped or self._running is not me or ready():
+                return False
+            me.worker = worker_var.get()
+            self._parked.append((me, ready, timed))
+            self._settled = False
+            self._running = None
+            self._dispatch_locked()
+            self._wait_locked(me)
+        return True
+
+    def _unpark_locked(self, *, timed: bool) -> None:
+        """Back among the waiting: the parked whose ``ready()`` holds (``timed``: whose
+        wait has a timeout), in the order they parked."""
+        back = [p for p in self._parked if (p[2] if timed else p[1]())]
+        if back:
+            self._parked = [p for p in self._parked if p not in back]
+            self._waiting.extend(thread for thread, _, _ in back)
 
     # -- scheduling points -----------------------------------------------------------
 
@@ -199,6 +256,8 @@ class Scheduler:
 
     def _dispatch_locked(self) -> None:
         """Hand the baton on, if it is free and some thread waits for it."""
+        if self._running is None and not self._waiting and self._parked:
+            self._unpark_locked(timed=True)  # nothing else can run: their timeouts pass
         if self._running is not None or not self._waiting or self.stopped:
             return
         self.steps += 1
@@ -271,7 +330,7 @@ class Scheduler:
 
             def scheduled_run() -> None:
                 try:
-                    scheduler._arrive(me)
+                    scheduler.arrive(me)
                     run()
                 except ScheduleStopped:
                     pass
@@ -293,7 +352,7 @@ class Scheduler:
 
         return start
 
-    def _arrive(self, me: _Thread) -> None:
+    def arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
             self._by_ident[_get_ident()] = me
@@ -308,14 +367,19 @@ class Scheduler:
             self._end_locked(me)
             self._by_ident.pop(_get_ident(), None)
 
-    def _end_locked(self, me: _Thread) -> None:
+    def _end_locked(self, me: _Thread, then: _Thread | None = None) -> None:
         me.ended = True
         if me in self._waiting:
             self._waiting.remove(me)
         # Its joiners' joins return now: they wait for the baton from here on, in the
-        # order they joined, whenever their threads wake.
+        # order they joined, whenever their threads wake. So do the task that takes its
+        # place and the waits its end satisfied.
         self._waiting.extend(me.joiners)
         me.joiners.clear()
+        if then is not None:
+            self._waiting.append(then)
+        if self._parked:
+            self._unpark_locked(timed=False)
         self._settled = False
         if self._running is me:
             self._running = None
