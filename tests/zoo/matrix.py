@@ -185,11 +185,6 @@ _B: Final = (
     "clock, so the tasks keep the recorded order (test_found.py::"
     "test_asyncio_tasks_sharing_a_store_replay)"
 )
-_E_POOL: Final = (
-    "zoo defect E: chaos does not schedule ThreadPoolExecutor tasks (README, Limits): the "
-    "planted lost update is found only when real timing happens to hit it, so a seed's "
-    "verdict does not reproduce (flaky)"
-)
 _E_ASYNCIO: Final = (
     "zoo defect E: chaos does not schedule asyncio tasks (README, Limits): the planted "
     "timeout racing a completion is found only when real timing happens to hit it, so a "
