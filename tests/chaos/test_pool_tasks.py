@@ -171,3 +171,45 @@ def test_every_way_of_waiting_lets_the_tasks_run(cassettes: dict[str, Path], way
             assert result.failure.kind.value == "outcome", result.render()
         verdicts.add(result.verdict.value)
     assert "failed" in verdicts
+
+
+def _waiting_on_a_later_task(tape: sessiontape.Tape, *, pool: int) -> None:
+    """Two tasks, the first waiting for the second's result."""
+    live = Counter({"count": 0, "added": 0}) if tape.mode is not Mode.REPLAY else None
+    counter = tape.store(
+        live, mutations=("read", "write"), snapshot=Counter.snapshot, factory=Counter
+    )
+    submitted: list[futures.Future[int]] = []
+    both = threading.Event()
+
+    def first() -> int:
+        both.wait(timeout=60)
+        return submitted[1].result() + int(counter.read())
+
+    def second() -> int:
+        return int(counter.write(1))
+
+    with futures.ThreadPoolExecutor(max_workers=pool) as executor:
+        submitted.append(executor.submit(first))
+        submitted.append(executor.submit(second))
+        both.set()
+        value = submitted[0].result()
+    tape.finish(outcome={"value": value})
+
+
+def test_a_task_waiting_for_one_its_pool_has_no_room_for_is_a_deadlock(tmp_path: Path) -> None:
+    cassette = tmp_path / "nested.jsonl"
+    with sessiontape.record(cassette) as tape:
+        _waiting_on_a_later_task(tape, pool=2)
+    with sessiontape.replay(cassette, schedule=Schedule(0)) as tape:
+        _waiting_on_a_later_task(tape, pool=2)
+    assert tape.chaos is not None
+    assert tape.chaos.verdict.value == "passed", tape.chaos.render()
+    # A pool of one runs the first task, which waits for the second: nothing can run.
+    with sessiontape.replay(cassette, schedule=Schedule(0, stall_limit=0.5)) as tape:
+        _waiting_on_a_later_task(tape, pool=1)
+    result = tape.chaos
+    assert result is not None
+    assert result.failure is not None, result.render()
+    assert result.failure.kind.value == "deadlock", result.render()
+    assert "or for a pool task, that does not end" in result.failure.message

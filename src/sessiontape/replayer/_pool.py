@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["scheduled_pools"]
 
-#: The attribute a scheduled task's future carries: its task.
+#: The attribute a scheduled task's future carries: its scheduler and its task.
 _TASK = "_sessiontape_task"
 
 
@@ -65,10 +65,6 @@ class _Pool:
         return self.queued.popleft()
 
 
-def _task_of(future: object) -> _Thread | None:
-    return getattr(future, _TASK, None)
-
-
 def _in_event_loop() -> bool:
     import asyncio
 
@@ -85,6 +81,11 @@ def scheduled_pools(scheduler: Scheduler) -> Iterator[None]:
     real_result = Future.result
     real_exception = Future.exception
     real_waiters = base._create_and_install_waiters
+
+    def task_of(future: object) -> _Thread | None:
+        """The task behind ``future``, if this schedule submitted it."""
+        tagged = getattr(future, _TASK, None)
+        return tagged[1] if tagged is not None and tagged[0] is scheduler else None
 
     def run_task(task: _Thread, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         scheduler.arrive(task)  # before the task's first line: its turn, by the schedule
@@ -115,40 +116,40 @@ def scheduled_pools(scheduler: Scheduler) -> Iterator[None]:
         except BaseException:
             scheduler.end(task, lambda: pool.next_up(task))
             raise
-        setattr(future, _TASK, task)
+        setattr(future, _TASK, (scheduler, task))
         future.add_done_callback(lambda _: scheduler.end(task, lambda: pool.next_up(task)))
         return future
 
-    def wait_for(tasks: Iterable[_Thread | None], ready: Callable[[], bool], timed: bool) -> None:
-        """Park the caller until ``ready()``, if every task it waits for is scheduled."""
-        if all(task is not None for task in tasks):
-            scheduler.park(ready, timed=timed)
-
     def result(future: Future[Any], timeout: float | None = None) -> Any:
-        task = _task_of(future)
+        task = task_of(future)
         if task is not None:
-            wait_for((task,), lambda: task.ended, timeout is not None)
+            scheduler.park(lambda: task.ended, timed=timeout is not None)
         return real_result(future, timeout)
 
     def exception(future: Future[Any], timeout: float | None = None) -> BaseException | None:
-        task = _task_of(future)
+        task = task_of(future)
         if task is not None:
-            wait_for((task,), lambda: task.ended, timeout is not None)
+            scheduler.park(lambda: task.ended, timed=timeout is not None)
         return real_exception(future, timeout)
 
     def create_and_install_waiters(fs: Iterable[Future[Any]], return_when: str) -> Any:
         waiter = real_waiters(fs, return_when)
         pending = [f for f in fs if not f.done()]
-        if pending and all(_task_of(f) is not None for f in pending):
+        # A future this schedule did not submit ends whenever it ends: a plain wait.
+        if pending and all(task_of(f) is not None for f in pending):
             waiter.event = _ParkingEvent(waiter.event, scheduler)
         return waiter
 
-    def shutdown(executor: ThreadPoolExecutor, wait: bool = True, **kwargs: Any) -> None:
+    def shutdown(
+        executor: ThreadPoolExecutor, wait: bool = True, *, cancel_futures: bool = False
+    ) -> None:
         pool = pools.get(executor)
-        if wait and pool is not None and not kwargs.get("cancel_futures"):
-            tasks = list(pool.tasks)
-            wait_for(tasks, lambda: all(t.ended for t in tasks), False)
-        real_shutdown(executor, wait, **kwargs)
+        if wait and pool is not None and scheduler.current() is not None:
+            if cancel_futures:  # the queued tasks go first: the running ones then end
+                real_shutdown(executor, False, cancel_futures=True)
+            tasks = pool.tasks
+            scheduler.park(lambda: all(task.ended for task in tasks))
+        real_shutdown(executor, wait, cancel_futures=cancel_futures)
 
     patches: tuple[tuple[Any, str, Any], ...] = (
         (ThreadPoolExecutor, "submit", submit),

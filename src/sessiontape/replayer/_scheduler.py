@@ -131,8 +131,8 @@ class Scheduler:
             self._by_ident[_get_ident()] = me
             self._running = me
         start, join = threading.Thread.start, threading.Thread.join
-        threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
-        threading.Thread.join = self._patched_join()  # type: ignore[method-assign]
+        threading.Thread.start = _patched_start(self)  # type: ignore[method-assign,assignment]
+        threading.Thread.join = _patched_join(self)  # type: ignore[method-assign]
         try:
             with scheduled_pools(self):
                 yield
@@ -307,51 +307,6 @@ class Scheduler:
 
     # -- threads starting, ending, joining ---------------------------------------------
 
-    def _patched_start(self) -> Callable[[threading.Thread], None]:
-        scheduler = self
-        current = threading.Thread.start
-
-        def start(thread: threading.Thread) -> None:
-            if (
-                scheduler.stopped
-                or starting_internal()
-                or getattr(thread, "_sessiontape_internal", False)
-            ):
-                current(thread)
-                return
-            with scheduler._lock:
-                me = scheduler._new_thread()
-                # Waiting from now on, in start order: a pick need not wait for it to
-                # arrive, and never depends on which of the started threads came first.
-                scheduler._waiting.append(me)
-                scheduler._settled = False
-            thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
-            run = thread.run
-
-            def scheduled_run() -> None:
-                try:
-                    scheduler.arrive(me)
-                    run()
-                except ScheduleStopped:
-                    pass
-                except BaseException as exc:
-                    # Reported while it still holds the baton: where it died is part of
-                    # the schedule, not of how fast the others were.
-                    scheduler._on_error(exc, me.worker)
-                    raise
-                finally:
-                    scheduler._end(me)
-
-            thread.run = scheduled_run  # type: ignore[method-assign]
-            try:
-                current(thread)
-            except BaseException:
-                with scheduler._lock:
-                    scheduler._end_locked(me)
-                raise
-
-        return start
-
     def arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
@@ -385,46 +340,94 @@ class Scheduler:
             self._running = None
         self._dispatch_locked()
 
-    def _patched_join(self) -> Callable[..., None]:
-        scheduler = self
-        current = threading.Thread.join
 
-        def join(thread: threading.Thread, timeout: float | None = None) -> None:
-            me = scheduler._by_ident.get(_get_ident())
-            target = _scheduled(thread, scheduler)
-            if me is None or target is None or scheduler.stopped:
-                current(thread, timeout)
-                return
-            with scheduler._lock:
-                if target.ended or scheduler._running is not me:
-                    woken = None
-                else:
-                    woken = target
-                    me.worker = worker_var.get()
-                    target.joiners.append(me)
-                    scheduler._running = None
-                    scheduler._dispatch_locked()
-            if woken is None:
-                current(thread, timeout)
-                return
+# -- Thread.start and Thread.join, while the tape is open ----------------------------------
+
+
+def _patched_start(scheduler: Scheduler) -> Callable[[threading.Thread], None]:
+    current = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if (
+            scheduler.stopped
+            or starting_internal()
+            or getattr(thread, "_sessiontape_internal", False)
+        ):
+            current(thread)
+            return
+        with scheduler._lock:
+            me = scheduler._new_thread()
+            # Waiting from now on, in start order: a pick need not wait for it to
+            # arrive, and never depends on which of the started threads came first.
+            scheduler._waiting.append(me)
+            scheduler._settled = False
+        thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
+        run = thread.run
+
+        def scheduled_run() -> None:
             try:
-                _join_watching(scheduler, thread, timeout, current)
+                scheduler.arrive(me)
+                run()
+            except ScheduleStopped:
+                pass
+            except BaseException as exc:
+                # Reported while it still holds the baton: where it died is part of
+                # the schedule, not of how fast the others were.
+                scheduler._on_error(exc, me.worker)
+                raise
             finally:
-                with scheduler._lock:
-                    back_early = me in target.joiners
-                    if back_early:
-                        target.joiners.remove(me)
-                    if scheduler.stopped:
-                        raise ScheduleStopped
-                    if back_early:
-                        # Back before the joined thread ended (a join with a timeout):
-                        # waiting again from now. (Had it ended, its end put us there.)
-                        scheduler._settled = False
-                        scheduler._waiting.append(me)
-                        scheduler._dispatch_locked()
-                    scheduler._wait_locked(me)
+                scheduler._end(me)
 
-        return join
+        thread.run = scheduled_run  # type: ignore[method-assign]
+        try:
+            current(thread)
+        except BaseException:
+            with scheduler._lock:
+                scheduler._end_locked(me)
+            raise
+
+    return start
+
+
+def _patched_join(scheduler: Scheduler) -> Callable[..., None]:
+    current = threading.Thread.join
+
+    def join(thread: threading.Thread, timeout: float | None = None) -> None:
+        me = scheduler._by_ident.get(_get_ident())
+        target = _scheduled(thread, scheduler)
+        if me is None or target is None or scheduler.stopped:
+            current(thread, timeout)
+            return
+        with scheduler._lock:
+            if target.ended or scheduler._running is not me:
+                woken = None
+            else:
+                woken = target
+                me.worker = worker_var.get()
+                target.joiners.append(me)
+                scheduler._running = None
+                scheduler._dispatch_locked()
+        if woken is None:
+            current(thread, timeout)
+            return
+        try:
+            _join_watching(scheduler, thread, timeout, current)
+        finally:
+            with scheduler._lock:
+                back_early = me in target.joiners
+                if back_early:
+                    target.joiners.remove(me)
+                if scheduler.stopped:
+                    raise ScheduleStopped
+                if back_early:
+                    # Back before the joined thread ended (a join with a timeout):
+                    # waiting again from now. (Had it ended, its end put us there.)
+                    scheduler._settled = False
+                    scheduler._waiting.append(me)
+                    scheduler._dispatch_locked()
+                scheduler._wait_locked(me)
+
+    return join
 
 
 def _stall_message(running: _Thread | None, limit: float) -> str:
@@ -432,7 +435,7 @@ def _stall_message(running: _Thread | None, limit: float) -> str:
     if running is None:
         return (
             f"no scheduled thread reached a scheduling point within {limit:g}s "
-            "(each waits in a join for a thread that does not end)"
+            "(each waits in a join, or for a pool task, that does not end)"
         )
     return (
         f"worker {running.worker!r} did not reach its next scheduling point within "
