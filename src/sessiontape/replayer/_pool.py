@@ -18,7 +18,7 @@ can run. A wait on futures this schedule did not submit, and anything submitted 
 thread running an asyncio event loop (``run_in_executor``: the loop waits for it in its
 selector, not through these), keep their plain behaviour.
 
-Nothing here runs in a plain replay: the scheduler installs it for the tape's block.
+Nothing here runs in a plain replay: a chaos replay's tape installs it with its scheduler.
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, _base
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._context import starting_internal
-
-if TYPE_CHECKING:
-    from ._scheduler import Scheduler, _Thread
+from ._scheduler import Scheduler, _Thread
 
 __all__ = ["scheduled_pools"]
 

@@ -28,7 +28,6 @@ from typing import Any, Final
 from .._context import starting_internal, worker_var
 from .._time import REAL
 from ._forcing import Decider
-from ._pool import scheduled_pools
 from ._schedule import Schedule, make_strategy
 
 __all__ = ["ScheduleStopped", "Scheduler"]
@@ -134,8 +133,7 @@ class Scheduler:
         threading.Thread.start = _patched_start(self)  # type: ignore[method-assign,assignment]
         threading.Thread.join = _patched_join(self)  # type: ignore[method-assign]
         try:
-            with scheduled_pools(self):
-                yield
+            yield
         finally:
             threading.Thread.start = start  # type: ignore[method-assign]
             threading.Thread.join = join  # type: ignore[method-assign]
