@@ -10,7 +10,9 @@ Threads are known by the order they were started in (the thread that entered the
 0), never by id. A thread started while the tape is active joins the waiting threads at
 once (its starter, holding the baton, puts it there) and waits for the baton before
 running any application code; one that joins another leaves the scheduler for the join
-and is put back among the waiting by the joined thread's end. So the waiting threads, and
+and is put back among the waiting by the joined thread's end. A ``ThreadPoolExecutor``
+task is scheduled the same way, and a thread waiting for tasks is *parked* until the end
+of one satisfies its wait (``_pool.py``). So the waiting threads, and
 their order, are what the schedule made them, never how fast a thread got somewhere; and
 a pick never waits for a thread to wake first (a thread picked before it arrives finds
 the baton its own when it does).
