@@ -185,11 +185,6 @@ _B: Final = (
     "clock, so the tasks keep the recorded order (test_found.py::"
     "test_asyncio_tasks_sharing_a_store_replay)"
 )
-_E_POOL: Final = (
-    "zoo defect E: chaos does not schedule ThreadPoolExecutor tasks (README, Limits): the "
-    "planted lost update is found only when real timing happens to hit it, so a seed's "
-    "verdict does not reproduce (flaky)"
-)
 _E_ASYNCIO: Final = (
     "zoo defect E: chaos does not schedule asyncio tasks (README, Limits): the planted "
     "timeout racing a completion is found only when real timing happens to hit it, so a "
@@ -210,14 +205,12 @@ KNOWN: Final[dict[tuple[str, str], str]] = {
     ("asyncio", "live"): _B,
     ("asyncio", "review_live"): _B,
     ("asyncio", "explain"): _E_EXPLAIN.format(what="asyncio tasks"),
-    ("pool", "explain"): _E_EXPLAIN.format(what="ThreadPoolExecutor tasks"),
 }
 
 #: Cells that fail today some of the time, for a known reason (``xfail(strict=False)``):
 #: they run, and their verdict does not gate the suite until the defect is fixed.
 FLAKY: Final[dict[tuple[str, str], str]] = {
     **{("asyncio", c): _E_ASYNCIO for c in ("chaos_race", "chaos_save", "report_chaos")},
-    **{("pool", c): _E_POOL for c in ("chaos_race", "chaos_save", "report_chaos")},
     ("pool", "replay_pytest"): (
         "replayed through pytest on a loaded machine, the pool program's tape failed once "
         "in three runs of the fast slice (its replay hook's `assert False`); cause not "

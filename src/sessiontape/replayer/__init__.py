@@ -18,6 +18,7 @@ from ._inflight import IN_FLIGHT
 from ._invariants import Invariant
 from ._match import MASKED, Matcher, Noise, Path, compare
 from ._pending import pending_tape
+from ._pool import scheduled_pools
 from ._rebuild import (
     rebuild_error,
     register_type,
@@ -72,5 +73,6 @@ __all__ = [
     "register_type",
     "registered_type",
     "resolve_result_type",
+    "scheduled_pools",
     "unregister_type",
 ]

@@ -10,7 +10,9 @@ Threads are known by the order they were started in (the thread that entered the
 0), never by id. A thread started while the tape is active joins the waiting threads at
 once (its starter, holding the baton, puts it there) and waits for the baton before
 running any application code; one that joins another leaves the scheduler for the join
-and is put back among the waiting by the joined thread's end. So the waiting threads, and
+and is put back among the waiting by the joined thread's end. A ``ThreadPoolExecutor``
+task is scheduled the same way, and a thread waiting for tasks is *parked* until the end
+of one satisfies its wait (``_pool.py``). So the waiting threads, and
 their order, are what the schedule made them, never how fast a thread got somewhere; and
 a pick never waits for a thread to wake first (a thread picked before it arrives finds
 the baton its own when it does).
@@ -99,6 +101,10 @@ class Scheduler:
         self._all: list[_Thread] = []
         self._by_ident: dict[int, _Thread] = {}
         self._waiting: list[_Thread] = []
+        #: Threads out of the running until something a scheduled thread does when it
+        #: ends makes ``ready()`` true (a pool task's future done), in the order they
+        #: left: (thread, ready, whether its wait has a timeout).
+        self._parked: list[tuple[_Thread, Callable[[], bool], bool]] = []
         self._running: _Thread | None = None
         self._last: _Thread | None = None
         self._started = 0
@@ -126,8 +132,8 @@ class Scheduler:
             self._by_ident[_get_ident()] = me
             self._running = me
         start, join = threading.Thread.start, threading.Thread.join
-        threading.Thread.start = self._patched_start()  # type: ignore[method-assign,assignment]
-        threading.Thread.join = self._patched_join()  # type: ignore[method-assign]
+        threading.Thread.start = _patched_start(self)  # type: ignore[method-assign,assignment]
+        threading.Thread.join = _patched_join(self)  # type: ignore[method-assign]
         try:
             yield
         finally:
@@ -145,6 +151,57 @@ class Scheduler:
         self.threads += 1
         self._strategy.admit(thread)
         return thread
+
+    # -- tasks that are not threads of their own (``_pool.py``) --------------------------
+
+    def current(self) -> _Thread | None:
+        """The calling thread as the scheduler knows it (``None``: not scheduled)."""
+        return self._by_ident.get(_get_ident())
+
+    def enlist(self, *, waiting: bool) -> _Thread:
+        """Register a task the baton's holder creates, in creation order: among the
+        waiting at once when ``waiting``, else once :meth:`end` lets it in."""
+        with self._lock:
+            task = self._new_thread()
+            if waiting:
+                self._waiting.append(task)
+                self._settled = False
+            return task
+
+    def end(self, me: _Thread, then: Callable[[], _Thread | None] = lambda: None) -> None:
+        """``me`` ended (from any thread); ``then()``, asked under the lock, names a task
+        that may run from now on (it takes the place ``me`` leaves)."""
+        with self._lock:
+            if self._by_ident.get(_get_ident()) is me:
+                del self._by_ident[_get_ident()]
+            if not me.ended:
+                self._end_locked(me, then())
+
+    def park(self, ready: Callable[[], bool], *, timed: bool = False) -> bool:
+        """The baton's holder waits, out of the running, until ``ready()`` holds after a
+        scheduled thread's end (or, ``timed``, until no other thread can run); then it
+        waits for the baton. Whether it parked (not when unscheduled, or ready)."""
+        me = self._by_ident.get(_get_ident())
+        if me is None or self.stopped:
+            return False
+        with self._lock:
+            if self.stopped or self._running is not me or ready():
+                return False
+            me.worker = worker_var.get()
+            self._parked.append((me, ready, timed))
+            self._settled = False
+            self._running = None
+            self._dispatch_locked()
+            self._wait_locked(me)
+        return True
+
+    def _unpark_locked(self, *, timed: bool) -> None:
+        """Back among the waiting: the parked whose ``ready()`` holds (``timed``: whose
+        wait has a timeout), in the order they parked."""
+        back = [p for p in self._parked if (p[2] if timed else p[1]())]
+        if back:
+            self._parked = [p for p in self._parked if p not in back]
+            self._waiting.extend(thread for thread, _, _ in back)
 
     # -- scheduling points -----------------------------------------------------------
 
@@ -199,6 +256,8 @@ class Scheduler:
 
     def _dispatch_locked(self) -> None:
         """Hand the baton on, if it is free and some thread waits for it."""
+        if self._running is None and not self._waiting and self._parked:
+            self._unpark_locked(timed=True)  # nothing else can run: their timeouts pass
         if self._running is not None or not self._waiting or self.stopped:
             return
         self.steps += 1
@@ -248,52 +307,7 @@ class Scheduler:
 
     # -- threads starting, ending, joining ---------------------------------------------
 
-    def _patched_start(self) -> Callable[[threading.Thread], None]:
-        scheduler = self
-        current = threading.Thread.start
-
-        def start(thread: threading.Thread) -> None:
-            if (
-                scheduler.stopped
-                or starting_internal()
-                or getattr(thread, "_sessiontape_internal", False)
-            ):
-                current(thread)
-                return
-            with scheduler._lock:
-                me = scheduler._new_thread()
-                # Waiting from now on, in start order: a pick need not wait for it to
-                # arrive, and never depends on which of the started threads came first.
-                scheduler._waiting.append(me)
-                scheduler._settled = False
-            thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
-            run = thread.run
-
-            def scheduled_run() -> None:
-                try:
-                    scheduler._arrive(me)
-                    run()
-                except ScheduleStopped:
-                    pass
-                except BaseException as exc:
-                    # Reported while it still holds the baton: where it died is part of
-                    # the schedule, not of how fast the others were.
-                    scheduler._on_error(exc, me.worker)
-                    raise
-                finally:
-                    scheduler._end(me)
-
-            thread.run = scheduled_run  # type: ignore[method-assign]
-            try:
-                current(thread)
-            except BaseException:
-                with scheduler._lock:
-                    scheduler._end_locked(me)
-                raise
-
-        return start
-
-    def _arrive(self, me: _Thread) -> None:
+    def arrive(self, me: _Thread) -> None:
         """A started thread's first scheduling point, before any application code."""
         with self._lock:
             self._by_ident[_get_ident()] = me
@@ -308,59 +322,112 @@ class Scheduler:
             self._end_locked(me)
             self._by_ident.pop(_get_ident(), None)
 
-    def _end_locked(self, me: _Thread) -> None:
+    def _end_locked(self, me: _Thread, then: _Thread | None = None) -> None:
         me.ended = True
         if me in self._waiting:
             self._waiting.remove(me)
         # Its joiners' joins return now: they wait for the baton from here on, in the
-        # order they joined, whenever their threads wake.
+        # order they joined, whenever their threads wake. So do the task that takes its
+        # place and the waits its end satisfied.
         self._waiting.extend(me.joiners)
         me.joiners.clear()
+        if then is not None:
+            self._waiting.append(then)
+        if self._parked:
+            self._unpark_locked(timed=False)
         self._settled = False
         if self._running is me:
             self._running = None
         self._dispatch_locked()
 
-    def _patched_join(self) -> Callable[..., None]:
-        scheduler = self
-        current = threading.Thread.join
 
-        def join(thread: threading.Thread, timeout: float | None = None) -> None:
-            me = scheduler._by_ident.get(_get_ident())
-            target = _scheduled(thread, scheduler)
-            if me is None or target is None or scheduler.stopped:
-                current(thread, timeout)
-                return
-            with scheduler._lock:
-                if target.ended or scheduler._running is not me:
-                    woken = None
-                else:
-                    woken = target
-                    me.worker = worker_var.get()
-                    target.joiners.append(me)
-                    scheduler._running = None
-                    scheduler._dispatch_locked()
-            if woken is None:
-                current(thread, timeout)
-                return
+# -- Thread.start and Thread.join, while the tape is open ----------------------------------
+
+
+def _patched_start(scheduler: Scheduler) -> Callable[[threading.Thread], None]:
+    current = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if (
+            scheduler.stopped
+            or starting_internal()
+            or getattr(thread, "_sessiontape_internal", False)
+        ):
+            current(thread)
+            return
+        with scheduler._lock:
+            me = scheduler._new_thread()
+            # Waiting from now on, in start order: a pick need not wait for it to
+            # arrive, and never depends on which of the started threads came first.
+            scheduler._waiting.append(me)
+            scheduler._settled = False
+        thread._sessiontape_scheduled = me  # type: ignore[attr-defined]
+        run = thread.run
+
+        def scheduled_run() -> None:
             try:
-                _join_watching(scheduler, thread, timeout, current)
+                scheduler.arrive(me)
+                run()
+            except ScheduleStopped:
+                pass
+            except BaseException as exc:
+                # Reported while it still holds the baton: where it died is part of
+                # the schedule, not of how fast the others were.
+                scheduler._on_error(exc, me.worker)
+                raise
             finally:
-                with scheduler._lock:
-                    back_early = me in target.joiners
-                    if back_early:
-                        target.joiners.remove(me)
-                    if scheduler.stopped:
-                        raise ScheduleStopped
-                    if back_early:
-                        # Back before the joined thread ended (a join with a timeout):
-                        # waiting again from now. (Had it ended, its end put us there.)
-                        scheduler._settled = False
-                        scheduler._waiting.append(me)
-                        scheduler._dispatch_locked()
-                    scheduler._wait_locked(me)
+                scheduler._end(me)
 
-        return join
+        thread.run = scheduled_run  # type: ignore[method-assign]
+        try:
+            current(thread)
+        except BaseException:
+            with scheduler._lock:
+                scheduler._end_locked(me)
+            raise
+
+    return start
+
+
+def _patched_join(scheduler: Scheduler) -> Callable[..., None]:
+    current = threading.Thread.join
+
+    def join(thread: threading.Thread, timeout: float | None = None) -> None:
+        me = scheduler._by_ident.get(_get_ident())
+        target = _scheduled(thread, scheduler)
+        if me is None or target is None or scheduler.stopped:
+            current(thread, timeout)
+            return
+        with scheduler._lock:
+            if target.ended or scheduler._running is not me:
+                woken = None
+            else:
+                woken = target
+                me.worker = worker_var.get()
+                target.joiners.append(me)
+                scheduler._running = None
+                scheduler._dispatch_locked()
+        if woken is None:
+            current(thread, timeout)
+            return
+        try:
+            _join_watching(scheduler, thread, timeout, current)
+        finally:
+            with scheduler._lock:
+                back_early = me in target.joiners
+                if back_early:
+                    target.joiners.remove(me)
+                if scheduler.stopped:
+                    raise ScheduleStopped
+                if back_early:
+                    # Back before the joined thread ended (a join with a timeout):
+                    # waiting again from now. (Had it ended, its end put us there.)
+                    scheduler._settled = False
+                    scheduler._waiting.append(me)
+                    scheduler._dispatch_locked()
+                scheduler._wait_locked(me)
+
+    return join
 
 
 def _stall_message(running: _Thread | None, limit: float) -> str:
@@ -368,7 +435,7 @@ def _stall_message(running: _Thread | None, limit: float) -> str:
     if running is None:
         return (
             f"no scheduled thread reached a scheduling point within {limit:g}s "
-            "(each waits in a join for a thread that does not end)"
+            "(each waits in a join, or for a pool task, that does not end)"
         )
     return (
         f"worker {running.worker!r} did not reach its next scheduling point within "

@@ -39,7 +39,16 @@ from ..boundaries import (
     watching_processes,
 )
 from ..cassette import BOUNDARY_AGENT, BoundaryKind, Recording
-from ..replayer import UNSET, ChaosEngine, FakeClock, ForkEngine, Invariant, Noise, ReplayEngine
+from ..replayer import (
+    UNSET,
+    ChaosEngine,
+    FakeClock,
+    ForkEngine,
+    Invariant,
+    Noise,
+    ReplayEngine,
+    scheduled_pools,
+)
 from ..report import ChaosResult, ForkResult, ReplayReport
 from ..scrub import PathRoots, Scrubber
 from ._active import activate, deactivate
@@ -81,8 +90,10 @@ class ReplayTape(Tape):
             self._live = LiveSide(engine, str(engine.target), engine)
         activate(self)
         if isinstance(engine, ChaosEngine):
-            # Under a schedule, the thread creating the tape holds the baton from now on.
+            # Under a schedule, the thread creating the tape holds the baton from now on;
+            # the threads it starts and the pool tasks it submits are scheduled too.
             self._stack.enter_context(engine.scheduler.running())
+            self._stack.enter_context(scheduled_pools(engine.scheduler))
 
     # -- what the replay is -------------------------------------------------------------
 
