@@ -141,16 +141,6 @@ class ReplayEngine(Serving):
         self._outcome.correlations = self.correlations
         #: Whether the replay is moving: a verify call waiting for its turn watches it.
         self.progress = Progress(self._outcome.served)
-        #: The recorded orders of the stores' calls (see ``_turns``).
-        self.turns = Turns(
-            index.verify_order,
-            order_timeout,
-            self.progress,
-            index.queues,
-            self.mismatch,
-            skip_missing=bool(update) or bool(live),  # an update (self.updater, below)
-        )
-        self._sequencers = self.turns.sequencers
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode, or a
         #: live re-record): a verify call the tape lacks then runs and is added.
@@ -169,6 +159,18 @@ class ReplayEngine(Serving):
             if update or live
             else None
         )
+        #: The recorded orders of the stores' calls (see ``_turns``); an update goes on
+        #: past a recorded call that never comes.
+        self.turns = Turns(
+            index.verify_order,
+            order_timeout,
+            self.progress,
+            index.queues,
+            self.mismatch,
+            skip_missing=self.updater is not None,
+        )
+        #: Each store's sequencer, which every store call asks (``wait_turn``, ``turn_done``).
+        self._sequencers = self.turns.sequencers
 
     # -- settings ---------------------------------------------------------------------
 
