@@ -269,7 +269,7 @@ def _take(
     that differ), else whatever alignment finds for today's request, in the shape of
     ``request_of`` a recorded call. ``queue`` is the calling worker's queue, ``head`` its
     first entry; ``tried`` says the caller already compared the call with the head as
-    made (see ``substitute_proxy``)."""
+    made (see ``substitute_proxy`` and ``verify_proxy``)."""
     listed = list(args)
     expand = engine.roots.expand
     same = (
@@ -389,15 +389,23 @@ def verify_proxy(
                 # loop the others run on).
                 engine.wait_order_end(name)
             entry: CallEntry | None = None
-            if (
-                head is not None
-                # The recorded call's method, inline: this is every store call's path.
-                and (head.operation if type(head) is StoreMutation else _method_of(head)) != method
-                and _renamed(head, name, methods, method, queue)
-            ):
-                entry = _take_renamed(engine, boundary, method, args, kwargs, normalize, head)
+            if head is not None:
+                # Every store call's path, inline: the recorded method (a tape loaded for
+                # replay holds LazyStoreMutation, a subclass), then the call as recorded
+                # (``_take``'s first step), else a mutation renamed since.
+                recorded = head.operation if isinstance(head, StoreMutation) else _method_of(head)
+                if recorded == method:
+                    if _made_as_recorded(head, args, kwargs, engine.roots.expand):  # type: ignore[arg-type]
+                        assert queue is not None
+                        queue.popleft()
+                        engine.took(head)
+                        entry = head
+                elif _renamed(head, name, methods, method, queue):
+                    entry = _take_renamed(engine, boundary, method, args, kwargs, normalize, head)
             if entry is None:
-                entry = _take(engine, boundary, method, args, kwargs, normalize, head, queue)
+                entry = _take(
+                    engine, boundary, method, args, kwargs, normalize, head, queue, tried=True
+                )
             if entry is None:
                 if engine.updating:
                     return _run_added(engine, boundary, name, method, bound, args, kwargs)

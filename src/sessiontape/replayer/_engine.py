@@ -141,10 +141,6 @@ class ReplayEngine(Serving):
         self._outcome.correlations = self.correlations
         #: Whether the replay is moving: a verify call waiting for its turn watches it.
         self.progress = Progress(self._outcome.served)
-        #: The recorded orders of the stores' calls (see ``_turns``).
-        self.turns = Turns(
-            index.verify_order, order_timeout, self.progress, index.queues, self.mismatch
-        )
         self._set_roots(roots)
         #: Whether this replay rewrites its tape to match today's code (update mode, or a
         #: live re-record): a verify call the tape lacks then runs and is added.
@@ -163,6 +159,18 @@ class ReplayEngine(Serving):
             if update or live
             else None
         )
+        #: The recorded orders of the stores' calls (see ``_turns``); an update goes on
+        #: past a recorded call that never comes.
+        self.turns = Turns(
+            index.verify_order,
+            order_timeout,
+            self.progress,
+            index.queues,
+            self.mismatch,
+            skip_missing=self.updater is not None,
+        )
+        #: Each store's sequencer, which every store call asks (``wait_turn``, ``turn_done``).
+        self._sequencers = self.turns.sequencers
 
     # -- settings ---------------------------------------------------------------------
 
@@ -283,8 +291,16 @@ class ReplayEngine(Serving):
 
     def wait_turn(self, name: str, boundary: str, seq: int) -> None:
         """Wait until the recorded call ``seq`` of store ``name`` is next in its order (an
-        update goes on past a recorded call that never comes: see ``Turns.wait``)."""
-        self.turns.wait(name, boundary, seq, skip_missing=self.updater is not None)
+        update goes on past a recorded call that never comes: ``Turns.skip_missing``);
+        a call waited for in vain breaks the order, reported once (``Turns.broke``)."""
+        # Every store call's path: the store's sequencer asked directly, not through Turns.
+        sequencer = self._sequencers.get(name)
+        if sequencer is None or sequencer.broken:
+            return
+        turns = self.turns
+        waited_on = sequencer.wait_turn(seq, skip_missing=turns.skip_missing)
+        if waited_on is not None:
+            turns.broke(name, boundary, seq, waited_on)
 
     def wait_order_end(self, name: str) -> None:
         """Wait until every recorded call of store ``name`` has run: where a call the
@@ -293,7 +309,10 @@ class ReplayEngine(Serving):
 
     def turn_done(self, name: str, seq: int) -> None:
         """The recorded call ``seq`` of store ``name`` has run: let the next one through."""
-        self.turns.done(name, seq)
+        # ``Turns.done`` inline: every store call's path.
+        sequencer = self._sequencers.get(name)
+        if sequencer is not None:
+            sequencer.done(seq)
 
     # -- invariants ---------------------------------------------------------------------
 
