@@ -11,6 +11,7 @@ import pytest
 
 import sessiontape
 from sessiontape import ProcessResult, Schedule
+from tally import Tally
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -232,20 +233,6 @@ def test_the_invariant_hook_is_checked_in_plain_and_chaos_replay(tmp_path: Path)
         assert result.failure.message == "at the end: the hook objects"
     finally:
         manager.unregister(hook)
-
-
-class Tally:
-    """A store named ``tally``: one counter per worker."""
-
-    def __init__(self, counts: dict[str, int] | None = None) -> None:
-        self.counts = dict(counts or {})
-
-    def snapshot(self) -> dict[str, int]:
-        return dict(self.counts)
-
-    def bump(self, worker: str) -> int:
-        self.counts[worker] = self.counts.get(worker, 0) + 1
-        return self.counts[worker]
 
 
 def tallied(tape: sessiontape.Tape) -> None:

@@ -23,6 +23,7 @@ import sessiontape
 from sessiontape import ProcessCall, ProcessResult
 from sessiontape.cassette import CallEntry, request_of
 from sessiontape.replayer._asked import Asked
+from tally import Tally
 
 WORKERS = 2
 CALLS = 12
@@ -34,20 +35,6 @@ class Echo:
 
     def run(self, argv: list[str], **kwargs: Any) -> ProcessResult:
         return ProcessResult(argv, 0, " ".join(argv[1:]) + "\n")
-
-
-class Tally:
-    """One counter per worker."""
-
-    def __init__(self, counts: dict[str, int] | None = None) -> None:
-        self.counts = dict(counts or {})
-
-    def snapshot(self) -> dict[str, int]:
-        return dict(self.counts)
-
-    def bump(self, worker: str) -> int:
-        self.counts[worker] = self.counts.get(worker, 0) + 1
-        return self.counts[worker]
 
 
 def program(tape: sessiontape.Tape) -> None:
