@@ -153,23 +153,33 @@ def test_an_asyncio_subprocess_cancelled_after_start_ends_while_recording(tmp_pa
     assert call.returncode == -9
 
 
-def _our_threads_left() -> list[str]:
-    """The sessiontape threads the program can still see, running or as objects (CPython
-    3.10's test support counts both, ``threading._dangling``), once those still running
-    have ended: each is joined (a minute, which only a hang reaches), as a thread that has
-    already let the program go (an output relay after the end of file) may still be
-    returning."""
-    for thread in threading.enumerate():
-        if thread.name.startswith("sessiontape-"):
-            thread.join(60)
+def _our_thread_objects() -> list[threading.Thread]:
     gc.collect()
-    return sorted(
-        o.name
+    return [
+        o
         for o in gc.get_objects()
         # type(), not isinstance(): isinstance() reads __class__, which some objects
         # compute (openai's lazy pandas proxy imports pandas, mid-walk, and crashes).
         if issubclass(type(o), threading.Thread) and o.name.startswith("sessiontape-")
-    )
+    ]
+
+
+def _join_ours() -> None:
+    for thread in _our_thread_objects():
+        if thread.ident is not None:  # started
+            thread.join(60)
+
+
+def _our_threads_left() -> list[str]:
+    """The sessiontape threads the program can still see, running or as objects (CPython
+    3.10's test support counts both, ``threading._dangling``), once those still running
+    have ended. A thread that has already let the program go (an output relay after the
+    end of file) may still be returning: each is joined (a minute, which only a hang
+    reaches), found as an object rather than in ``threading.enumerate()``: one past
+    ``Thread._delete`` has left that table, and the interpreter holds its object until
+    its C frame is gone, which is what ``join()`` waits for (issue 34)."""
+    _join_ours()
+    return sorted(thread.name for thread in _our_thread_objects())
 
 
 async def _asyncio_communicate() -> tuple[bytes, int | None]:
@@ -206,3 +216,37 @@ def test_no_thread_of_ours_outlives_the_processes_it_served(
     assert trip.replayed == trip.recorded
     assert trip.spawned_on_replay == 0
     assert trip.report.ok, trip.report.render()
+
+
+def test_a_relay_descheduled_past_threadings_table_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interleaving of issue 34's second failure: an output relay has passed on the end
+    # of file and left threading's table (``Thread._delete``), and is descheduled before
+    # its C frame lets go of its object. The count above must wait for it, not miss it in
+    # ``threading.enumerate()`` and then find its object. Here it is held at that point
+    # until it is joined.
+    joined = threading.Event()
+    real_delete = threading.Thread._delete  # type: ignore[attr-defined]
+    real_join = threading.Thread.join
+
+    def delete(self: threading.Thread) -> None:
+        real_delete(self)
+        if self.name.startswith("sessiontape-relay") and self.name.endswith("-stdout"):
+            joined.wait(60)  # a hang's timeout: joining it sets the event at once
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if self.name.startswith("sessiontape-relay"):
+            joined.set()
+        real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "_delete", delete)
+    monkeypatch.setattr(threading.Thread, "join", join)
+    try:
+        with sessiontape.record(tmp_path / "t.jsonl") as tape, tape.patch_subprocess():
+            done = subprocess.run([PY, "-c", "print('x')"], stdout=PIPE, check=True)
+            left = _our_threads_left()
+    finally:
+        joined.set()
+    assert done.stdout == b"x\n"
+    assert left == []
