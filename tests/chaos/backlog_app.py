@@ -209,7 +209,6 @@ def replay(
 #: The project's ``conftest.py`` for the program, as a user writes it: a fresh directory
 #: for the repository of each replay.
 CONFTEST = """
-import os
 import tempfile
 from pathlib import Path
 
@@ -219,8 +218,8 @@ import backlog_app
 def sessiontape_replay(tape, recording):
     if recording.header.entrypoint != backlog_app.ENTRYPOINT:
         return None
-    repo = Path(tempfile.mkdtemp())
-    tape.set_roots({backlog_app.REPO_ROOT: os.fspath(repo)})
-    backlog_app.run(tape, repo, shout=recording.header.config["shout"])
+    with tempfile.TemporaryDirectory(prefix="backlog-chaos-") as repo:
+        tape.set_roots({backlog_app.REPO_ROOT: repo})
+        backlog_app.run(tape, Path(repo), shout=recording.header.config["shout"])
     return True
 """

@@ -219,9 +219,9 @@ def replay_hook(tape: Any, recording: Any) -> Any:
     """The ``sessiontape_replay`` hook: replays a tape of this program in a fresh directory."""
     if recording.header.entrypoint != ENTRYPOINT:
         return None
-    work = Path(tempfile.mkdtemp(prefix="backlog-replay-"))
-    tape.set_roots({ROOT: str(work)})
-    return run(tape, work)
+    with tempfile.TemporaryDirectory(prefix="backlog-replay-") as work:
+        tape.set_roots({ROOT: work})
+        return run(tape, Path(work))
 
 
 #: The conftest of a pytester project that replays this program's tapes.
