@@ -271,15 +271,24 @@ def compare(
     both trees' values and the per-pair ratios."""
     chosen = [m for m in MEASUREMENTS if only is None or m.name in only]
     values: dict[str, dict[str, list[float]]] = {}
+    #: Measurements a tree gave no figure of (a capability it does not have): not run again.
+    lacking: dict[str, str] = {}
     work = Path(tempfile.mkdtemp(prefix="sessiontape-against-"))
     try:
         for rep in range(pairs):
             for index, m in enumerate(chosen):
+                if m.name in lacking:
+                    continue
                 order = (new, old) if (rep + index) % 2 == 0 else (old, new)
                 log(f"pair {rep + 1}/{pairs}: {m.name} ({order[0].label} first)...")
                 got = {
                     tree.label: run_child(tree, m.target, m.kwargs[mode], work) for tree in order
                 }
+                empty = [tree.label for tree in (new, old) if not got[tree.label]]
+                if empty:
+                    lacking[m.name] = empty[0]
+                    log(f"{m.name}: {empty[0]} has none of its figures; left out")
+                    continue
                 for figure in m.figures:
                     a, b = got[new.label].get(figure.id), got[old.label].get(figure.id)
                     if a is None or b is None:
@@ -316,6 +325,7 @@ def compare(
         "old": old.label,
         "new": new.label,
         "figures": rows,
+        "lacking": lacking,
     }
 
 
@@ -375,6 +385,10 @@ def render_section(result: dict[str, Any]) -> list[str]:
         "means this tree takes more.\n",
         render_table(result),
         "",
+        *(
+            f"No {name} figures: {tree} has no {name}.\n"
+            for name, tree in sorted(result.get("lacking", {}).items())
+        ),
     ]
 
 

@@ -554,3 +554,46 @@ def test_the_instruction_counts_replay_each_boundary_in_a_child(
     kwargs = {"kind": "user", "calls": 13, "tape_calls": 12}
     with pytest.raises(RuntimeError, match="holds 12 calls, fewer than 13"):
         against.run_child(new, "cases.paired:replay_boundary_calls", kwargs, tmp_path)
+
+
+def test_a_measurement_the_old_tree_cannot_make_is_left_out_and_said(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import against
+    import trees
+
+    new = trees.Tree("this tree", tmp_path / "new", tmp_path / "new-python")
+    old = trees.Tree("abc1234", tmp_path / "old", tmp_path / "old-python")
+    ran: list[tuple[str, str]] = []
+
+    def child(tree: Any, target: str, kwargs: Any, cwd: Path) -> dict[str, float]:
+        ran.append((tree.label, target))
+        if target.endswith("fork_branch") and tree is old:
+            return {}  # what paired.fork_branch gives in a tree from before fork
+        return {
+            f.id: 2.0 if tree is new else 1.0
+            for m in against.MEASUREMENTS
+            if m.target == target
+            for f in m.figures
+        }
+
+    monkeypatch.setattr(against, "run_child", child)
+    result = against.compare(new, old, mode="quick", pairs=3, only=["fork", "replay_call"])
+    assert result["lacking"] == {"fork": "abc1234"}
+    assert {row["id"] for row in result["figures"]} == {"replay_call_us", "replay_call_floor_ratio"}
+    assert all(row["ratio"]["median"] == 2.0 for row in result["figures"])
+    # tried once in both trees, then not again
+    assert sum(1 for _, target in ran if target.endswith("fork_branch")) == 2
+    result.update(command="c", started_at="t", checkout="x", load="0")
+    assert "No fork figures: abc1234 has no fork." in "\n".join(against.render_section(result))
+
+
+def test_the_fork_measurement_gives_nothing_in_a_tree_without_fork(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cases import paired
+
+    import sessiontape.cassette
+
+    monkeypatch.delattr(sessiontape.cassette, "write_new_cassette")
+    assert paired.fork_branch(workers=2, calls=4, every=2, rounds=1) == {}

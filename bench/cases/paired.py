@@ -268,7 +268,12 @@ def corpus_project(*, root: str, cassettes: int, trivial: int) -> dict[str, floa
 def fork_branch(*, workers: int, calls: int, every: int, rounds: int) -> dict[str, float]:
     """A fork at the middle of a tape against a plain replay of it plus writing its
     branch, and against the plain replay alone, in CPU and wall time (``fork.py``: medians
-    of per-round ratios); the fork's own median CPU time in ms."""
+    of per-round ratios); the fork's own median CPU time in ms. Nothing in a tree that
+    has no fork."""
+    import sessiontape.cassette
+
+    if not hasattr(sessiontape.cassette, "write_new_cassette"):
+        return {}  # a tree from before fork: it has no such figures (``against.compare``)
     # Imported here: the fork case needs names a tree before fork existed lacks, and every
     # other measurement of this module must still run against such a tree.
     from . import fork
