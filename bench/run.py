@@ -510,6 +510,7 @@ def _against(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     pins = trees.pinned_requirements()
     old = trees.revision_tree(ROOT, args.against, pins, _log)
     new = trees.checkout_tree(ROOT, pins, _log)
+    trees.evict((old, new), _log)
     if args.instructions:
         result = against.count_instructions(new, old, only=only, log=_log)
     else:

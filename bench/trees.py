@@ -10,7 +10,9 @@ constrained to those versions. Both are cached, keyed by the commit (or this che
 folder), the interpreter and the pinned versions: a second run builds nothing.
 
 The cache is ``$SESSIONTAPE_BENCH_CACHE``, else ``$XDG_CACHE_HOME/sessiontape-bench``, else
-``~/.cache/sessiontape-bench``; delete it whenever you like.
+``~/.cache/sessiontape-bench``; delete it whenever you like. It keeps the environments of
+the last few trees used (:data:`KEPT_ENVIRONMENTS`; each is over a gigabyte) and their
+exports; :func:`evict` removes the others after each run.
 """
 
 from __future__ import annotations
@@ -31,13 +33,24 @@ from typing import Final, NamedTuple
 #: Where progress is reported.
 _Log = Callable[[str], object]
 
-__all__ = ["Tree", "cache_root", "checkout_tree", "pinned_requirements", "revision_tree"]
+__all__ = [
+    "KEPT_ENVIRONMENTS",
+    "Tree",
+    "cache_root",
+    "checkout_tree",
+    "evict",
+    "pinned_requirements",
+    "revision_tree",
+]
 
 #: Distributions never pinned into a tree's environment: the trees themselves, and the
 #: installer (each venv keeps the pip it was made with).
 _NOT_PINNED: Final = frozenset({"sessiontape", "pip"})
 #: Written last into a finished tree or environment: a half-built one is built again.
 _DONE: Final = ".sessiontape-bench-complete"
+#: How many finished environments the cache keeps (the most recently used; the run's own
+#: are always kept): each holds the whole test and bench extras, over a gigabyte.
+KEPT_ENVIRONMENTS: Final = 4
 
 
 class Tree(NamedTuple):
@@ -119,6 +132,7 @@ def _environment(tree_root: Path, key: str, pins: list[str], log: _Log) -> Path:
     venv = cache_root() / "venvs" / f"{Path(key).name[:24]}-{digest}"
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if (venv / _DONE).exists():
+        os.utime(venv / _DONE)  # used now: what eviction keeps longest
         return python
     if venv.exists():
         shutil.rmtree(venv)
@@ -143,6 +157,49 @@ def revision_tree(root: Path, rev: str, pins: list[str], log: _Log) -> Tree:
         log(f"exporting {rev} ({sha[:12]}) to {dest}...")
         _export(root, sha, dest)
     return Tree(sha[:7], dest, _environment(dest, sha, pins, log))
+
+
+def _venv_of(tree: Tree) -> Path:
+    return tree.python.parent.parent
+
+
+def _finished(folder: Path) -> list[tuple[float, Path]]:
+    """The finished entries of ``folder`` (those holding the completion marker this module
+    writes last), with when each was last used; nothing else is ever removed."""
+    if not folder.is_dir():
+        return []
+    return [
+        ((entry / _DONE).stat().st_mtime, entry)
+        for entry in folder.iterdir()
+        if entry.is_dir() and not entry.is_symlink() and (entry / _DONE).is_file()
+    ]
+
+
+def evict(in_use: tuple[Tree, ...], log: _Log, *, kept: int = KEPT_ENVIRONMENTS) -> list[Path]:
+    """Remove the cached environments beyond the ``kept`` most recently used (``in_use``'s
+    are always kept), and the exported trees no kept environment was made for; what was
+    removed.
+
+    Only folders this module finished are touched (they hold its marker): a half-built
+    one is left for the next run to rebuild, and anything else in the cache is not ours."""
+    root = cache_root()
+    own = {_venv_of(tree).resolve() for tree in in_use}
+    by_use = sorted(_finished(root / "venvs"), reverse=True)
+    others = [venv for _, venv in by_use if venv.resolve() not in own]
+    keep = own | {venv.resolve() for venv in others[: max(0, kept - len(own))]}
+    removed = [venv for _, venv in by_use if venv.resolve() not in keep]
+    # An environment's folder is named by its key's first 24 characters: a commit's sha.
+    kept_keys = {venv.name.rsplit("-", 1)[0] for venv in keep}
+    roots = {tree.root.resolve() for tree in in_use}
+    removed += [
+        tree
+        for _, tree in _finished(root / "trees")
+        if tree.name[:24] not in kept_keys and tree.resolve() not in roots
+    ]
+    for path in removed:
+        log(f"removing {path} from the bench cache (not among the {kept} last used)")
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
 
 
 def checkout_tree(root: Path, pins: list[str], log: _Log) -> Tree:

@@ -597,3 +597,43 @@ def test_the_fork_measurement_gives_nothing_in_a_tree_without_fork(
 
     monkeypatch.delattr(sessiontape.cassette, "write_new_cassette")
     assert paired.fork_branch(workers=2, calls=4, every=2, rounds=1) == {}
+
+
+def test_the_cache_keeps_the_environments_last_used_and_nothing_it_did_not_finish(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trees
+
+    monkeypatch.setenv("SESSIONTAPE_BENCH_CACHE", str(tmp_path))
+    done = ".sessiontape-bench-complete"
+
+    def finished(folder: str, name: str, used: int) -> Path:
+        path = tmp_path / folder / name
+        path.mkdir(parents=True)
+        (path / done).write_text(name)
+        os.utime(path / done, (used, used))
+        return path
+
+    shas = [f"{n:x}" * 40 for n in range(1, 7)]  # six commits, used in this order
+    envs = [finished("venvs", f"{sha[:24]}-digest{n}", 1000 + n) for n, sha in enumerate(shas)]
+    exports = [finished("trees", sha, 1000 + n) for n, sha in enumerate(shas)]
+    checkout = finished("venvs", "checkout-abc-digest", 2000)
+    half_built = tmp_path / "venvs" / "1234-half"
+    half_built.mkdir()
+    stranger = tmp_path / "trees" / "notes"
+    stranger.mkdir()
+    # The run compares the checkout with the oldest commit, least recently used.
+    in_use = (
+        trees.Tree("this tree", tmp_path / "src-tree", checkout / "bin" / "python"),
+        trees.Tree("old", exports[0], envs[0] / "bin" / "python"),
+    )
+    removed = trees.evict(in_use, lambda _line: None, kept=4)
+    left = sorted(p.name for p in (tmp_path / "venvs").iterdir())
+    # the run's two and the two others used last; the half-built one is not ours to judge
+    assert left == sorted(
+        [checkout.name, envs[0].name, envs[4].name, envs[5].name, half_built.name]
+    )
+    assert sorted(p.name for p in (tmp_path / "trees").iterdir()) == sorted(
+        [shas[0], shas[4], shas[5], "notes"]
+    )
+    assert sorted(removed) == sorted([*envs[1:4], *exports[1:4]])
