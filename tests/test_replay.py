@@ -379,6 +379,41 @@ def test_more_calls_than_recorded_is_exhausted_never_a_wrap_around(tmp_path: Pat
     assert report.extra == 1
 
 
+def test_the_outcome_is_scrubbed_only_when_it_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scrubber compiles its rules on first use (tens of ms, once per process: the first
+    # cassette of a corpus paid it); an outcome equal to the recorded one, which is
+    # scrubbed, needs none of it. One that differs is scrubbed before it is reported.
+    from sessiontape.scrub import Scrubber
+
+    token = "ghp_" + "x7Kq2mZ9vB4nR8tY1wL5pD3sF6hJ0cA2eG9u"
+    path = tmp_path / "outcome.jsonl"
+    with sessiontape.record(path) as tape:
+        tape.process_runner().run([PY, "-c", "print(1)"])
+        tape.finish(outcome={"done": ["t1"]})
+    asked: list[object] = []
+    real = Scrubber.data
+
+    def counted(self: Scrubber, value: object) -> object:
+        asked.append(value)
+        return real(self, value)
+
+    monkeypatch.setattr(Scrubber, "data", counted)
+    with sessiontape.replay(path) as tape:
+        tape.process_runner().run([PY, "-c", "print(1)"])
+        report = tape.finish(outcome={"done": ["t1"]})
+    assert report.ok, report.render()
+    assert asked == []
+    with sessiontape.replay(path) as tape:
+        tape.process_runner().run([PY, "-c", "print(1)"])
+        report = tape.finish(outcome={"done": ["t2"], "token": token})
+    (mismatch,) = report.mismatches
+    assert mismatch.kind is MismatchKind.OUTCOME_MISMATCH
+    assert token not in report.render()
+    assert len(asked) == 1
+
+
 def test_outcome_mismatch(single: Path) -> None:
     with sessiontape.replay(single) as tape:
         assert app(tape, finish=False) != {"done": ["t1"]}

@@ -42,12 +42,16 @@ import traceback
 import weakref
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._context import ESCAPED_FROM, worker_var
 from ..cassette import ErrorOrigin
 from ..replayer import ScheduleStopped
 from ._protocols import ReplaySide
+
+if TYPE_CHECKING:
+    import asyncio
+    from concurrent.futures import Future
 
 __all__ = ["CrashSink", "CrashWatch", "application_frame", "replaying_crashes"]
 
@@ -158,9 +162,32 @@ def _put_back(owner: Any, name: str, ours: object, previous: object) -> None:
         setattr(owner, name, previous)
 
 
-def _hook_threads(undo: list[Callable[[], None]]) -> None:
-    previous = threading.excepthook
+#: Our hooks, by what each wraps: made once per function wrapped, not at every tape's
+#: opening (making the five, ``functools.wraps`` and all, took a tenth of the time of a
+#: corpus cassette's whole pytest item). Each closes over nothing but what it wraps.
+_MADE: dict[tuple[str, object], Any] = {}
+#: Past this many, the cache starts again (a program that installs a new
+#: ``threading.excepthook`` for each of its tests).
+_MADE_AT_MOST: Final = 64
 
+
+def _hook(
+    owner: Any, name: str, make: Callable[[Any], Any], undo: list[Callable[[], None]]
+) -> None:
+    """Put our hook ``make(real)`` in place of ``owner.name`` (``real``), undone by the
+    last step of ``undo``."""
+    real = getattr(owner, name)
+    key = (name, real)
+    ours = _MADE.get(key)
+    if ours is None:
+        if len(_MADE) >= _MADE_AT_MOST:
+            _MADE.clear()
+        ours = _MADE[key] = make(real)
+    setattr(owner, name, ours)
+    undo.append(functools.partial(_put_back, owner, name, ours, real))
+
+
+def _thread_hook(previous: Any) -> Any:
     def excepthook(args: Any) -> None:
         exc = args.exc_value
         if isinstance(exc, ScheduleStopped):
@@ -169,54 +196,44 @@ def _hook_threads(undo: list[Callable[[], None]]) -> None:
             _tell(_sinks, exc, args.exc_traceback, "thread", worker_var.get())
         previous(args)
 
-    threading.excepthook = excepthook
-    undo.append(lambda: _put_back(threading, "excepthook", excepthook, previous))
+    return excepthook
 
 
-def _hook_futures(undo: list[Callable[[], None]]) -> None:
-    from concurrent.futures import Future
-
-    real_set_exception = Future.set_exception
-    real_result = Future.result
-    real_exception = Future.exception
-
-    @functools.wraps(real_set_exception)
+def _set_exception_hook(real: Any) -> Any:
+    @functools.wraps(real)
     def set_exception(self: Future[Any], exception: BaseException | None) -> None:
-        real_set_exception(self, exception)
+        real(self, exception)
         if _sinks and exception is not None:
             _watch(self, exception)
 
-    @functools.wraps(real_result)
+    return set_exception
+
+
+def _result_hook(real: Any) -> Any:
+    @functools.wraps(real)
     def result(self: Future[Any], timeout: float | None = None) -> Any:
         try:
-            return real_result(self, timeout)
+            return real(self, timeout)
         except BaseException as raised:
             if raised is getattr(self, "_exception", None):  # not a timeout: read
                 _read(self)
             raise
 
-    @functools.wraps(real_exception)
+    return result
+
+
+def _exception_hook(real: Any) -> Any:
+    @functools.wraps(real)
     def exception(self: Future[Any], timeout: float | None = None) -> BaseException | None:
-        found = real_exception(self, timeout)
+        found: BaseException | None = real(self, timeout)
         if found is not None:
             _read(self)
         return found
 
-    for name, ours, real in (
-        ("set_exception", set_exception, real_set_exception),
-        ("result", result, real_result),
-        ("exception", exception, real_exception),
-    ):
-        setattr(Future, name, ours)
-        undo.append(functools.partial(_put_back, Future, name, ours, real))
+    return exception
 
 
-def _hook_asyncio(undo: list[Callable[[], None]]) -> None:
-    import asyncio  # loaded already: the tapes' runners import it
-
-    loop_class = asyncio.BaseEventLoop
-    real = loop_class.call_exception_handler
-
+def _loop_hook(real: Any) -> Any:
     @functools.wraps(real)
     def call_exception_handler(self: asyncio.BaseEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
@@ -224,10 +241,7 @@ def _hook_asyncio(undo: list[Callable[[], None]]) -> None:
             _tell(_sinks, exc, exc.__traceback__, "task", worker_var.get())
         real(self, context)  # the program's handler, or asyncio's default that logs it
 
-    loop_class.call_exception_handler = call_exception_handler  # type: ignore[method-assign]
-    undo.append(
-        lambda: _put_back(loop_class, "call_exception_handler", call_exception_handler, real)
-    )
+    return call_exception_handler
 
 
 def _unretrieved(context: dict[str, Any]) -> bool:
@@ -239,10 +253,15 @@ def _unretrieved(context: dict[str, Any]) -> bool:
 
 
 def _install() -> Callable[[], None]:
+    import asyncio  # loaded already: the tapes' runners import it
+    from concurrent.futures import Future
+
     undo: list[Callable[[], None]] = []
-    _hook_threads(undo)
-    _hook_futures(undo)
-    _hook_asyncio(undo)
+    _hook(threading, "excepthook", _thread_hook, undo)
+    _hook(Future, "set_exception", _set_exception_hook, undo)
+    _hook(Future, "result", _result_hook, undo)
+    _hook(Future, "exception", _exception_hook, undo)
+    _hook(asyncio.BaseEventLoop, "call_exception_handler", _loop_hook, undo)
 
     def uninstall() -> None:
         for step in reversed(undo):
