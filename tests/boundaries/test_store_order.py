@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import sessiontape
-from sessiontape import MismatchKind, ProcessResult
+from sessiontape import MismatchKind, ProcessResult, _context
 from sessiontape._context import worker_var
 
 #: Real seconds the replay may stand still before a waiting call gives up (short: the
@@ -288,3 +288,82 @@ def test_a_call_made_inside_a_store_mutation_keeps_a_lower_parent_seq(tmp_path: 
     from sessiontape.cli import main
 
     assert main(["validate", str(path)]) == 0
+
+
+class CountedBoard(Board):
+    """A board whose count is a store call too (a read, as the pool program's ledger has)."""
+
+    def count(self) -> int:
+        return len(self.items)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "found, not fixed: a verify call is numbered after it returned, so a thread switch "
+        "between its effect and its numbering lets a later call of the same store take a "
+        "lower seq; replay then runs that call first and it answers otherwise (the zoo "
+        "pool program's flaky pytest replay)"
+    ),
+)
+def test_a_call_that_took_effect_first_is_numbered_first_whenever_its_thread_is_switched_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded: a's add takes effect (the board holds "a") and returns; a's thread is
+    # switched out before the recorder numbers the add, and b counts the board (1) in the
+    # meantime. The count saw the add, so it must be numbered after it: replayed in seq
+    # order, a count numbered first runs on an empty board and answers 0.
+    path = tmp_path / "t.jsonl"
+    a_returned = threading.Event()
+    b_counted = threading.Event()
+    real_seq = _context.LateSeq.seq
+
+    def seq(self: _context.LateSeq) -> int:
+        if worker_var.get() == "a" and not a_returned.is_set():
+            a_returned.set()  # a's add took effect and returned: the thread switch
+            assert b_counted.wait(HANG)
+        return real_seq(self)
+
+    def run(tape: sessiontape.Tape) -> tuple[Any, dict[str, int]]:
+        live = CountedBoard() if tape.mode is sessiontape.Mode.RECORD else None
+        board = tape.store(
+            live, mutations=["add", "count"], snapshot=Board.snapshot, factory=CountedBoard
+        )
+        counted: dict[str, int] = {}
+
+        def a() -> None:
+            with sessiontape.worker("a"):
+                board.add("a")
+
+        def b() -> None:
+            with sessiontape.worker("b"):
+                if live is not None:  # recording: a's add took effect, not yet numbered
+                    assert a_returned.wait(HANG)
+                counted["b"] = board.count()
+                b_counted.set()
+
+        threads = [threading.Thread(target=a), threading.Thread(target=b)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(HANG)
+        return board, counted
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_context.LateSeq, "seq", seq)
+        with sessiontape.record(path) as tape:
+            _, counted = run(tape)
+            tape.finish()
+    assert counted == {"b": 1}
+    seqs = {
+        e.operation: e.seq
+        for e in sessiontape.load(path).entries_for("store")
+        if isinstance(e, sessiontape.StoreMutation)
+    }
+    assert seqs["add"] < seqs["count"], seqs  # the count saw the add
+    b_counted.set()  # replay: nothing to wait for
+    with sessiontape.replay(path, order_timeout=ORDER_TIMEOUT) as tape:
+        _, replayed = run(tape)
+        report = tape.finish()
+    assert report.ok, report.render()
+    assert replayed == {"b": 1}
