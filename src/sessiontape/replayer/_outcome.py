@@ -200,10 +200,11 @@ class Outcome:
 
     # -- the final checks -----------------------------------------------------------
 
-    def check_outcome(self, actual: Any) -> None:
-        """Compare the session's outcome (scrubbed data) with the recorded one."""
+    def check_outcome(self, raw: Any, scrub: Callable[[Any], Any]) -> None:
+        """Compare the session's outcome (``raw`` data) with the recorded one, scrubbed
+        first only if it differs (the recorded one is; scrubbing is idempotent)."""
         end = self.recording.end
-        if end is None or actual == end.outcome:
+        if end is None or raw == end.outcome or (actual := scrub(raw)) == end.outcome:
             return
         diffs, total = diff_values_counted(end.outcome, actual)
         self.collect(
